@@ -1,0 +1,375 @@
+"""The Agent: a model, tools, a system prompt, plugins, and the history it carries across runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .config import Config, load_config
+from .context import RunContext
+from .errors import ConfigError, NoAnswer, RunInProgress
+from .events import Event, event_names
+from .messages import Message, ToolSpec, Usage
+from .plugins import Hooks, PluginsArgument, activate
+from .providers.base import Provider, resolve_model
+from .tools import Tool, tool
+
+__all__ = ["Agent", "RunResult"]
+
+log = logging.getLogger("bandoneon.agent")
+
+DEFAULT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
+
+
+@attrs.frozen
+class RunResult:
+    """How a run ended, so no caller mistakes the clock for an answer.
+
+    ``stop`` is the exit (``end_turn``, ``terminal_tool``, ``max_turns``, ``error_streak``,
+    ``budget``, ``timeout``, ``cancelled``, ``error``...). ``ok`` is true only for exits that
+    carry an answer. ``text`` is the final text (None on a limit unless a wrap-up wrote one);
+    ``answer`` is the validated input of a terminal tool. ``messages`` are this run's new
+    messages: the work done before a limit is always kept.
+    """
+
+    stop: str
+    text: str | None
+    turns: int
+    usage: Usage
+    messages: tuple[Message, ...]
+    run_id: str
+    answer: Any = None
+    ok: bool = False
+    detail: str = ""
+    error: BaseException | None = attrs.field(default=None, repr=False)
+
+    def unwrap(self) -> Any:
+        """The answer (a terminal tool's input, else the text); ``NoAnswer`` if there is none."""
+        if not self.ok:
+            raise NoAnswer(self.stop, self.detail)
+        return self.answer if self.answer is not None else self.text
+
+
+class Agent:
+    """A model with tools and a history, extended by plugins.
+
+    ``model`` is a provider object or a model string (``"openai:gpt-4o-mini"``,
+    ``"ollama:llama3.1"``, ``"openai-compatible:MODEL@http://host:port/v1"``, ``"local:"``);
+    when None it comes from ``bandoneon.toml``, then ``$BANDONEON_MODEL`` /
+    ``$BANDONEON_BASE_URL``, then the embedded local model if ``bandoneon-local`` is installed.
+
+    ``plugins=None`` activates the installed recommended defaults; ``plugins=[]`` none;
+    a list of instances or names, or ``{"name": {options}}``. Installed policy packs are
+    always active. ``context_files`` (default: AGENTS.md and CLAUDE.md of ``cwd``) are
+    re-read on every run and appended to the system prompt; ``False`` turns them off.
+    """
+
+    def __init__(
+        self,
+        model: str | Provider | None = None,
+        *,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str = "",
+        context_files: bool | Sequence[str | os.PathLike[str]] = True,
+        max_turns: int | None = None,
+        plugins: PluginsArgument = None,
+        run_timeout: float | None = None,
+        tool_timeout: float | None = None,
+        turn_timeout: float | None = None,
+        max_tool_concurrency: int | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        context_window: int | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        config: Config | str | os.PathLike[str] | None = None,
+        name: str = "agent",
+    ):
+        self._init_arguments = dict(locals())
+        del self._init_arguments["self"]
+        self.config = config if isinstance(config, Config) else load_config(config)
+        self.name = name
+        self.cwd = Path(cwd) if cwd is not None else None
+        self.max_turns = max_turns if max_turns is not None else (self.config.max_turns or 25)
+        if self.max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1, got {self.max_turns}")
+        for option, value in (("run_timeout", run_timeout), ("tool_timeout", tool_timeout), ("turn_timeout", turn_timeout)):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{option} must be a positive number of seconds, got {value}")
+        if max_tool_concurrency is not None and max_tool_concurrency < 1:
+            raise ConfigError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
+        self.run_timeout = run_timeout if run_timeout is not None else self.config.run_timeout
+        self.tool_timeout = tool_timeout if tool_timeout is not None else self.config.tool_timeout
+        self.turn_timeout = turn_timeout
+        self.max_tool_concurrency = max_tool_concurrency
+        self.tool_choice = tool_choice
+        self.settings = dict(settings or {})
+        self.system_prompt = system_prompt if system_prompt is not None else (self.config.system_prompt or "")
+        self.append_system_prompt = append_system_prompt
+        if context_files is True:
+            self.context_files: tuple[Path, ...] = tuple(Path(f) for f in DEFAULT_CONTEXT_FILES)
+        elif context_files is False:
+            self.context_files = ()
+        else:
+            self.context_files = tuple(Path(f) for f in context_files)
+        self._context_cache: dict[Path, tuple[float, str]] = {}
+        self._configured_window = context_window or self.config.context_window
+        self._learned_window: int | None = None
+        self._window_known = False
+        chosen_model, provider_options = self._model_choice(model)
+        self.provider = resolve_model(chosen_model, **provider_options)
+        if plugins is None and self.config.plugins:
+            plugins = {**{n: {} for n in _default_names()}, **self.config.plugins}
+            source = self.config.source
+        else:
+            source = "arguments"
+        self.hooks = Hooks(activate(plugins, source=source))
+        self.tools: dict[str, Tool] = {}
+        for item in [*tools, *self.hooks.register_tools(self)]:
+            self.add_tool(item)
+        self._messages: list[Message] = []
+        self._transcript: list[Message] = []
+        self._listeners: dict[str, list[Callable[[Event], Any]]] = {}
+        self._running = False
+        self._cancel_requested = False
+        self._task: asyncio.Task[Any] | None = None
+        self.usage = Usage()
+        self.hooks.agent_created(self)
+
+    # ---------------------------------------------------------------- configuration
+
+    def _model_choice(self, model: str | Provider | None) -> tuple[str | Provider, dict[str, Any]]:
+        options: dict[str, Any] = {}
+        base_url = self.config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        if self.config.api_key_env:
+            options["api_key"] = os.environ.get(self.config.api_key_env)
+        if model is not None:
+            return model, options
+        chosen = self.config.model or os.environ.get("BANDONEON_MODEL")
+        if chosen and ":" in chosen:
+            if base_url and chosen.startswith("openai-compatible:") and "@" not in chosen:
+                chosen = f"{chosen}@{base_url}"
+            return chosen, options
+        if base_url:
+            return f"openai-compatible:{chosen or 'default'}@{base_url}", options
+        if chosen:
+            raise ConfigError(f"model {chosen!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{chosen}'")
+        return "local:", options
+
+    def add_tool(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Give the agent one more tool (a ``Tool`` or a typed function)."""
+        new = item if isinstance(item, Tool) else tool(item)
+        if new.name in self.tools:
+            raise ConfigError(f"two tools are named {new.name!r}; tool names must be unique in one agent")
+        self.tools[new.name] = new
+        self._tool_specs: tuple[ToolSpec, ...] = tuple(t.spec for t in self.tools.values())
+        return new
+
+    @property
+    def plugins(self) -> tuple[object, ...]:
+        """The active plugin instances, in registration order."""
+        return self.hooks.plugins
+
+    def plugin(self, name: str) -> Any:
+        """The active plugin called ``name`` (``KeyError`` if it is not active)."""
+        found = self.hooks.get(name)
+        if found is None:
+            raise KeyError(f"plugin {name!r} is not active in this agent")
+        return found
+
+    async def context_window(self) -> int | None:
+        """The model's window in tokens: configured, or learned from the server once; never assumed."""
+        if self._configured_window:
+            return self._configured_window
+        if not self._window_known:
+            self._learned_window = await self.provider.context_window()
+            self._window_known = True
+        return self._learned_window
+
+    def _system_prompt_for_run(self, run: RunContext) -> str:
+        parts = [self.system_prompt] if self.system_prompt else []
+        if self.append_system_prompt:
+            parts.append(self.append_system_prompt)
+        for path in self.context_files:
+            text = self._read_context_file(path)
+            if text:
+                parts.append(f"# {path.name}\n\n{text}")
+        return "\n\n".join(parts)
+
+    def _read_context_file(self, path: Path) -> str:
+        full = path if path.is_absolute() else (self.cwd or Path.cwd()) / path
+        try:
+            mtime = full.stat().st_mtime_ns
+        except OSError:
+            return ""
+        cached = self._context_cache.get(full)
+        if cached is None or cached[0] != mtime:
+            try:
+                cached = (mtime, full.read_text(encoding="utf-8").strip())
+            except (OSError, UnicodeDecodeError) as exc:
+                log.warning("context file %s cannot be read: %s", full, exc)
+                return ""
+            self._context_cache[full] = cached
+        return cached[1]
+
+    # ---------------------------------------------------------------- history
+
+    @property
+    def messages(self) -> list[Message]:
+        """The working history (what the model is sent; compaction may have shortened it)."""
+        return list(self._messages)
+
+    @property
+    def transcript(self) -> list[Message]:
+        """Everything that happened, never compacted."""
+        return list(self._transcript)
+
+    def fork(self) -> Agent:
+        """A new agent with the same setup and a copy of this one's history."""
+        other = Agent(**self._init_arguments)
+        other._messages = list(self._messages)
+        other._transcript = list(self._transcript)
+        return other
+
+    def clear(self) -> None:
+        """Forget the history: the next run starts a new conversation."""
+        self._messages.clear()
+        self._transcript.clear()
+
+    # ---------------------------------------------------------------- events
+
+    def on(self, name: str, listener: Callable[[Event], Any] | None = None) -> Any:
+        """Call ``listener(event)`` (sync or async) for every event ``name`` (``"*"``: all).
+
+        Usable as a decorator. Unknown names are an error, so a typo is not silence.
+        """
+        if name != "*" and name not in event_names():
+            raise ValueError(f"unknown event {name!r}; known events: {', '.join(sorted(event_names()))}")
+
+        def add(fn: Callable[[Event], Any]) -> Callable[[Event], Any]:
+            self._listeners.setdefault(name, []).append(fn)
+            return fn
+
+        return add(listener) if listener is not None else add
+
+    def off(self, name: str, listener: Callable[[Event], Any]) -> None:
+        self._listeners.get(name, []).remove(listener)
+
+    async def _emit(self, run: RunContext, event: Event) -> None:
+        for key in (event.name, "*"):
+            for listener in self._listeners.get(key, ()):
+                try:
+                    outcome = listener(event)
+                    if asyncio.iscoroutine(outcome):
+                        await outcome
+                except Exception:
+                    log.exception("event listener %r failed on %s (listeners are isolated)", listener, event.name)
+        if self.hooks.implements("on_event"):
+            await self.hooks.on_event(run, event)
+
+    # ---------------------------------------------------------------- running
+
+    def new_run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None) -> RunContext:
+        """The context of a run that has not started (used by ``run``; public for plugins)."""
+        listeners = self._listeners
+        run = RunContext(
+            agent=self,
+            run_id=uuid.uuid4().hex[:16],
+            prompt=prompt,
+            messages=self._messages,
+            transcript=self._transcript,
+            provider=self.provider,
+            tools=self.tools,
+            deps=deps,
+            parent=parent,
+            wants_events=bool(listeners) or self.hooks.implements("on_event"),
+            wants_deltas=bool(listeners.get("text_delta") or listeners.get("tool_call_delta") or listeners.get("*")),
+        )
+        run._emit = lambda event: self._emit(run, event)
+        return run
+
+    async def run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None) -> RunResult:
+        """Run the loop on ``prompt`` until an exit; the history carries over to the next run.
+
+        Raises ``RunInProgress`` if this agent is already running; ``ProviderError`` and
+        ``PluginError`` for what nobody can fix (the history is left valid).
+        """
+        from .loop import run_loop
+
+        if self._running:
+            raise RunInProgress(f"agent {self.name!r} is already running; await that run, or fork() the agent to run in parallel")
+        self._running = True
+        self._cancel_requested = False
+        self._task = asyncio.current_task()
+        try:
+            run = self.new_run(prompt, deps=deps, parent=parent)
+            result = await run_loop(run)
+            self.usage = self.usage + result.usage
+            return result
+        finally:
+            self._running = False
+            self._task = None
+
+    def cancel(self) -> None:
+        """Stop the current run: the model request and running tools are cancelled; the run
+        returns with ``stop="cancelled"``. Safe to call from any thread."""
+        task = self._task
+        if task is None:
+            return
+        self._cancel_requested = True
+        task.get_loop().call_soon_threadsafe(task.cancel)
+
+    def run_sync(self, prompt: str, *, deps: Any = None) -> RunResult:
+        """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one."""
+        return _sync_loop().run_until_complete(self.run(prompt, deps=deps))
+
+    async def stream(self, prompt: str, *, deps: Any = None) -> AsyncIterator[Event]:
+        """Run, yielding every event as it happens (``text_delta`` included); ends after ``run_end``.
+
+        Breaking out of the iteration cancels the run.
+        """
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.on("*", queue.put_nowait)
+        task = asyncio.create_task(self.run(prompt, deps=deps))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task
+        finally:
+            self.off("*", queue.put_nowait)
+            if not task.done():
+                self._cancel_requested = True
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+
+_thread_state = threading.local()
+
+
+def _sync_loop() -> asyncio.AbstractEventLoop:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("run_sync() cannot be called from a running event loop; use `await agent.run(...)`")
+    loop = getattr(_thread_state, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _thread_state.loop = loop
+    return loop
+
+
+def _default_names() -> list[str]:
+    from .plugins import default_plugin_classes, plugin_name
+
+    return [plugin_name(cls) for cls in default_plugin_classes()]

@@ -1,0 +1,100 @@
+"""``bandoneon.toml``: read with tomllib, checked with cattrs, written with tomli-w.
+
+Looked up as ``$BANDONEON_CONFIG`` or ``./bandoneon.toml``. Every key is checked: a typo
+is a ``ConfigError`` that names the file, the key and what is expected.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .errors import ConfigError
+from .structuring import StructureError, structure
+
+__all__ = ["Config", "load_config", "write_default_config"]
+
+CONFIG_FILE = "bandoneon.toml"
+
+
+@attrs.frozen
+class Config:
+    """What ``bandoneon.toml`` may say. Arguments to ``Agent`` always win over it."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    context_window: int | None = None
+    system_prompt: str | None = None
+    max_turns: int | None = None
+    run_timeout: float | None = None
+    tool_timeout: float | None = None
+    plugins: dict[str, dict[str, Any]] | None = None
+    source: str = attrs.field(default="arguments", eq=False)
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """The configuration at ``path`` (or the default location); an empty one if there is none."""
+    explicit = path is not None or "BANDONEON_CONFIG" in os.environ
+    file = Path(path or os.environ.get("BANDONEON_CONFIG") or CONFIG_FILE)
+    if not file.is_file():
+        if explicit:
+            raise ConfigError(f"configuration file {str(file)!r} does not exist")
+        return Config()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return config_from_mapping(data, source=str(file))
+
+
+def config_from_mapping(data: Mapping[str, Any], *, source: str) -> Config:
+    plugins = data.get("plugins")
+    if plugins is not None and not (isinstance(plugins, dict) and all(isinstance(v, dict) for v in plugins.values())):
+        raise ConfigError(f"{source}: [plugins] must hold one table per plugin, like [plugins.compaction]")
+    try:
+        config = structure(dict(data), Config)
+    except StructureError as exc:
+        raise ConfigError(f"{source}: " + " ".join(exc.problems)) from None
+    if config.max_turns is not None and config.max_turns < 1:
+        raise ConfigError(f"{source}: max_turns must be at least 1, got {config.max_turns}")
+    return attrs.evolve(config, source=source)
+
+
+DEFAULT_CONFIG_TEXT = '''\
+# bandoneon configuration. Arguments given in code always win over this file.
+
+# The model: "PROVIDER:MODEL". Examples:
+#   "local:"                                   the embedded model (bandoneon-local)
+#   "ollama:llama3.1"                          Ollama on localhost:11434
+#   "openai:gpt-4o-mini"                       OpenAI (key from OPENAI_API_KEY)
+#   "openai-compatible:MODEL@http://host:8000/v1"   vLLM, LM Studio, llama.cpp, a proxy
+'''
+
+
+def write_default_config(path: Path, *, model: str = "local:", max_turns: int = 25) -> None:
+    """Write a commented starting ``bandoneon.toml`` (the values through tomli-w)."""
+    import tomli_w
+
+    if path.exists():
+        raise ConfigError(f"{path} already exists; not overwriting it")
+    body = tomli_w.dumps({"model": model, "max_turns": max_turns})
+    plugins = tomli_w.dumps({"plugins": {"retry": {"max_attempts": 5}}})
+    text = (
+        DEFAULT_CONFIG_TEXT
+        + body
+        + "\n# The model's context window in tokens, when the server does not say it.\n# context_window = 8192\n"
+        + "\n# Plugins to activate, with their options (see `bandoneon plugins`).\n"
+        + "\n".join("# " + line if line else "" for line in plugins.splitlines())
+        + "\n"
+    )
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,74 @@
+"""The run context: the one wide object passed to every hook and to tools that ask for it.
+
+Hooks grow by reading new attributes here, never by new arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .messages import Message, ModelReply, ModelRequest, Usage
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .events import Event
+    from .providers.base import Provider
+    from .tools import Tool
+
+__all__ = ["RunContext"]
+
+
+@attrs.define(eq=False)
+class RunContext:
+    """One run of an agent, as hooks and tools see it.
+
+    ``messages`` is the working history the model will be sent (compaction may shorten it);
+    ``agent.transcript`` keeps everything. ``state`` is scratch space for plugins, one key
+    each, living as long as the run. ``deps`` is whatever the caller passed to ``run``.
+    """
+
+    agent: Agent
+    run_id: str
+    prompt: str
+    messages: list[Message]
+    transcript: list[Message]
+    provider: Provider
+    tools: dict[str, Tool]
+    deps: Any = None
+    parent: RunContext | None = None
+    wants_events: bool = False
+    wants_deltas: bool = False
+    turn: int = 0
+    usage: Usage = Usage()
+    started_at: float = attrs.field(factory=time.monotonic)
+    state: dict[str, Any] = attrs.field(factory=dict)
+    _emit: Callable[[Event], Any] | None = None
+
+    def append(self, message: Message) -> None:
+        """Add a message to the working history and to the full transcript."""
+        self.messages.append(message)
+        self.transcript.append(message)
+
+    async def call_model(self, request: ModelRequest) -> ModelReply:
+        """One model call with this run's provider and retry policy; its usage is counted."""
+        from .loop import call_model
+
+        return await call_model(self, request)
+
+    @property
+    def depth(self) -> int:
+        """0 for a top-level run, 1 for its subagents, and so on."""
+        return 0 if self.parent is None else self.parent.depth + 1
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started_at
+
+    async def emit(self, event: Event) -> None:
+        """Publish an event to the agent's listeners and to plugins' ``on_event``."""
+        if self._emit is not None:
+            await self._emit(event)

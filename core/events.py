@@ -1,0 +1,160 @@
+"""Typed events: the loop tells what happened; listeners watch, they cannot change anything.
+
+Every event class registers its ``name`` when it is defined, so ``agent.on(name, fn)``
+can reject a misspelled name at once. Plugins define their own events by subclassing
+``Event`` (for example ``steering`` or ``heartbeat_tick``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from .messages import Message, ModelRequest, ToolCall, Usage
+
+__all__ = [
+    "AssistantMessage",
+    "CompactionDone",
+    "Event",
+    "ProviderRequest",
+    "ProviderRetry",
+    "RunEnd",
+    "RunStart",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolEnd",
+    "ToolRefused",
+    "ToolStart",
+    "TurnEnd",
+    "TurnStart",
+    "event_names",
+]
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+@attrs.frozen
+class Event:
+    """Base class of every event. ``run_id`` tells which run it belongs to."""
+
+    name: ClassVar[str] = "event"
+    run_id: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            _REGISTRY[cls.name] = cls
+
+
+def event_names() -> frozenset[str]:
+    """The names ``agent.on`` accepts: the core's events and those of imported plugins."""
+    return frozenset(_REGISTRY)
+
+
+@attrs.frozen
+class RunStart(Event):
+    name: ClassVar[str] = "run_start"
+    prompt: str
+    parent_run_id: str | None = None
+
+
+@attrs.frozen
+class TurnStart(Event):
+    name: ClassVar[str] = "turn_start"
+    turn: int
+
+
+@attrs.frozen
+class ProviderRequest(Event):
+    name: ClassVar[str] = "provider_request"
+    turn: int
+    request: ModelRequest
+    attempt: int = 1
+
+
+@attrs.frozen
+class ProviderRetry(Event):
+    name: ClassVar[str] = "provider_retry"
+    turn: int
+    attempt: int
+    max_attempts: int | None
+    delay: float
+    error: str
+
+
+@attrs.frozen
+class TextDelta(Event):
+    name: ClassVar[str] = "text_delta"
+    text: str
+
+
+@attrs.frozen
+class ToolCallDelta(Event):
+    """A piece of a tool call while it streams in; ``index`` tells which call of the message."""
+
+    name: ClassVar[str] = "tool_call_delta"
+    index: int
+    tool_name: str | None
+    arguments_delta: str
+
+
+@attrs.frozen
+class AssistantMessage(Event):
+    name: ClassVar[str] = "assistant_message"
+    turn: int
+    message: Message
+    finish_reason: str
+
+
+@attrs.frozen
+class ToolStart(Event):
+    """A tool call was authorised and is about to run (refused calls never get one)."""
+
+    name: ClassVar[str] = "tool_start"
+    call: ToolCall
+    arguments: Any
+
+
+@attrs.frozen
+class ToolRefused(Event):
+    name: ClassVar[str] = "tool_refused"
+    call: ToolCall
+    reason: str
+
+
+@attrs.frozen
+class ToolEnd(Event):
+    """A tool call finished; ``output`` is what the model will read (after every hook)."""
+
+    name: ClassVar[str] = "tool_end"
+    call: ToolCall
+    output: str
+    is_error: bool
+    duration: float
+
+
+@attrs.frozen
+class CompactionDone(Event):
+    name: ClassVar[str] = "compaction"
+    tokens_before: int
+    tokens_after: int
+    removed: tuple[str, ...]
+
+
+@attrs.frozen
+class TurnEnd(Event):
+    name: ClassVar[str] = "turn_end"
+    turn: int
+    usage: Usage
+
+
+@attrs.frozen
+class RunEnd(Event):
+    """The run is over. ``reason`` is ``RunResult.stop``; ``error`` is set when it raised."""
+
+    name: ClassVar[str] = "run_end"
+    reason: str
+    turns: int
+    usage: Usage
+    error: str | None = None

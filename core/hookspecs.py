@@ -1,0 +1,263 @@
+"""Every hook a plugin may implement. Only hookspecs live here.
+
+How the core calls them (``bandoneon.plugins.Hooks``):
+
+- Implementations may be plain functions or ``async def``; the core awaits what needs awaiting.
+- *First answer* hooks take the first non-None answer in call order and do not call the
+  rest. They are deliberately **not** pluggy ``firstresult`` hooks: a coroutine is never None,
+  so pluggy could not tell "no answer" from "an answer still to be awaited".
+- *Chained* hooks pass each implementation's answer to the next (None keeps the value).
+- *Collecting* hooks call every implementation and gather the non-None answers.
+- Call order is pluggy's: later-registered first, ``tryfirst``/``trylast`` to pin a place.
+  Policy packs are registered last, so they run first.
+- A hook that raises fails the run with ``PluginError`` naming the plugin and the hook; the
+  history is left valid. ``on_event`` is the exception: a broken observer is logged, not fatal.
+- Registration hooks (``register_providers``, ``register_commands``) run once per process on
+  the plugin *class*, before any agent exists: write them as ``@staticmethod``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .agent import Agent, RunResult
+    from .context import RunContext
+    from .decisions import Compacted, Refuse, Respond, Retry, Stop
+    from .events import Event
+    from .messages import Message, ModelRequest, ToolCall, ToolResult, Turn
+    from .tools import Tool
+
+hookspec = pluggy.HookspecMarker("bandoneon")
+
+# ---------------------------------------------------------------- loop points
+
+
+@hookspec
+def before_turn(run: RunContext) -> Stop | None:
+    """At the start of every turn, before anything is sent.
+
+    :param run: the run; ``run.turn`` is the number of the turn about to start (1-based).
+    :return: None to go on, or a ``Stop`` to end the run before the model is called.
+        First answer wins.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def before_provider_call(run: RunContext, request: ModelRequest) -> ModelRequest | None:
+    """Right before a request goes to the model: change what this one call sends.
+
+    :param run: the run.
+    :param request: the request as built so far (messages, system prompt, tools, tool_choice).
+    :return: None to send it as is, or a changed copy (``attrs.evolve``). Chained: each
+        implementation receives the previous one's request. The change is for this call
+        only; the history itself is untouched.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def before_tool_execution(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> Refuse | Respond | None:
+    """After the model asks for a tool and its arguments are valid, before it runs.
+
+    :param run: the run.
+    :param call: the call as the model wrote it.
+    :param tool: the tool that would run.
+    :param arguments: the validated arguments.
+    :return: None to let it run; ``Refuse(reason)`` to refuse (the model reads the reason as
+        an error result); ``Respond(content)`` to answer without running it. First answer
+        wins: policy packs should be ``tryfirst`` so they refuse before a person is asked.
+        Refusals are results, never exceptions.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def after_tool_execution(run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> str | None:
+    """After a tool ran (or failed, or was refused), before its result joins the history.
+
+    :param run: the run.
+    :param call: the call.
+    :param tool: the tool, or None when the model named a tool that does not exist.
+    :param result: the result so far; ``result.content`` already carries earlier rewrites.
+    :return: None to keep the text, or the text the model will read instead. Chained:
+        redaction should run before untrusted marking (``tryfirst`` for redaction).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def after_turn(run: RunContext, turn: Turn) -> None:
+    """Once the model's reply and its tool results are in the history. Observe or persist.
+
+    :param run: the run.
+    :param turn: the turn: the reply and the tool results, in call order.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ---------------------------------------------------------------- extension points
+
+
+@hookspec
+def should_stop(run: RunContext, turn: Turn) -> Stop | None:
+    """After each turn that asked for tools: should the run end here?
+
+    Terminal tools, error streaks and budgets live here. The core's own ``max_turns`` is
+    checked after this hook and always has the last word.
+
+    :param run: the run.
+    :param turn: the turn that just ended.
+    :return: None to go on, or a ``Stop``. First answer wins.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def compact_history(run: RunContext, request: ModelRequest, window: int | None) -> Compacted | None:
+    """Before each model call: shrink the working history if it does not fit.
+
+    :param run: the run; ``run.messages`` is the working history.
+    :param request: the request that would be sent (system prompt and tool schemas count too).
+    :param window: the model's context window in tokens, or None when nobody knows it.
+    :return: None to keep the history, or ``Compacted`` whose ``messages`` replace the working
+        history (``agent.transcript`` keeps everything). First answer wins.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def retry_delay(run: RunContext, error: Exception, attempt: int) -> Retry | None:
+    """A model call failed with a ``ProviderError``: wait and try again?
+
+    :param run: the run.
+    :param error: the error; ``error.retryable`` tells whether the server may recover.
+    :param attempt: how many attempts were made so far (1 after the first failure).
+    :return: None to give up (the error is raised), or ``Retry(delay, max_attempts)``: the
+        core waits ``delay`` seconds (cancellably), emits ``provider_retry`` and calls again.
+        First answer wins.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def wrap_up(run: RunContext, stop: Stop) -> Message | None:
+    """The run is ending on a limit, without an answer. Offer a best-effort final message.
+
+    :param run: the run; ``run.call_model(request)`` makes one more model call.
+    :param stop: the limit that ended the run (max_turns, budget, timeout, ...).
+    :return: None, or an assistant message that joins the history; its text becomes
+        ``RunResult.text``. ``RunResult.stop`` still names the limit. First answer wins.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_skills(agent: Agent, register: Callable[..., None]) -> None:
+    """Contribute skills. Called by the skills plugin; ``register`` is its to define.
+
+    :param agent: the agent the skills are for.
+    :param register: the skills plugin's registration function (see bandoneon-skills).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_memory(agent: Agent, register: Callable[..., None]) -> None:
+    """Contribute memory stores, embedders and session stores (see bandoneon-memory).
+
+    :param agent: the agent they are for.
+    :param register: the memory plugin's registration function.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ---------------------------------------------------------------- the agent and the run
+
+
+@hookspec
+def agent_created(agent: Agent) -> None:
+    """An agent was built with this plugin active. Check its tools, warn, or raise ``ConfigError``.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_tools(agent: Agent) -> Sequence[Tool] | None:
+    """Tools this plugin adds to the agent (``load_skill``, ``remember``, ``run_code``...).
+
+    :return: None or a sequence of ``Tool``. Collected from every plugin, once per agent.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def system_prompt_sections(run: RunContext) -> str | None:
+    """Text to append to the system prompt of every request of this run.
+
+    :return: None or a section. Collected in call order, joined with blank lines.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def before_run(run: RunContext) -> None:
+    """A run starts; the prompt is in ``run.prompt`` and already in ``run.messages``.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def after_run(run: RunContext, result: RunResult) -> None:
+    """A run ended, however it ended (also when it raised: ``result.error`` says so).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def on_event(run: RunContext, event: Event) -> None:
+    """Every event of the run. Observers only: an exception here is logged, never fatal.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ---------------------------------------------------------------- process-wide registration
+
+
+@hookspec
+def register_providers(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    """Contribute model providers. ``register(prefix, factory)``: the model string
+    ``"prefix:rest"`` resolves to ``factory(rest, **options)``. Runs once per process.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def register_commands(subparsers: Any) -> None:
+    """Add ``bandoneon`` CLI subcommands to the argparse ``subparsers``. Each parser must
+    ``set_defaults(handler=fn)`` where ``fn(args) -> int`` is the exit code. Runs once per process.
+
+    .. versionadded:: 0.1
+    """

@@ -1,0 +1,391 @@
+"""The agent loop: model call → run the tools it asked for → feed the results back → repeat.
+
+This is the only module that calls hooks. Every exit goes through ``run_loop``'s one
+``finally``, which leaves the history valid: every tool call the model made has a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .decisions import Refuse, Respond, Stop
+from .errors import ProviderError, StreamInterrupted, ToolError
+from .events import (
+    AssistantMessage,
+    CompactionDone,
+    ProviderRequest,
+    ProviderRetry,
+    RunEnd,
+    RunStart,
+    TextDelta,
+    ToolCallDelta,
+    ToolEnd,
+    ToolRefused,
+    ToolStart,
+    TurnEnd,
+    TurnStart,
+)
+from .messages import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Turn
+from .tools import ArgumentsError, Tool
+
+if TYPE_CHECKING:
+    from .agent import RunResult
+    from .context import RunContext
+
+__all__ = ["call_model", "run_loop"]
+
+log = logging.getLogger("bandoneon.loop")
+
+ANSWER_STOPS = frozenset({"end_turn", "terminal_tool"})
+
+
+class _Cancelled(Exception):
+    """``agent.cancel()`` was called: end the run with ``stop="cancelled"``."""
+
+
+async def run_loop(run: RunContext) -> RunResult:
+    """Run turns until an exit; return how the run ended. Raises only what nobody can fix."""
+    from .agent import RunResult
+
+    agent = run.agent
+    hooks = agent.hooks
+    first_new = len(run.transcript)
+    run.append(Message.user(run.prompt))
+    if run.wants_events:
+        await run.emit(RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))
+    stop: Stop | None = None
+    error: BaseException | None = None
+    try:
+        if hooks.implements("before_run"):
+            await hooks.before_run(run)
+        try:
+            if agent.run_timeout is None:
+                stop = await _turns(run)
+            else:
+                async with asyncio.timeout(agent.run_timeout):
+                    stop = await _turns(run)
+        except _TurnTimeout:
+            stop = Stop("timeout", f"a model call took longer than turn_timeout={agent.turn_timeout}s")
+        except TimeoutError:
+            stop = Stop("timeout", f"the run took longer than run_timeout={agent.run_timeout}s")
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not agent._cancel_requested or task is None:
+                raise
+            task.uncancel()
+            stop = Stop("cancelled", "agent.cancel() was called")
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        _answer_every_call(run, stop.reason if stop else f"error: {type(error).__name__}")
+        if error is not None:
+            result = RunResult(
+                stop="error",
+                text=None,
+                turns=run.turn,
+                usage=run.usage,
+                messages=tuple(run.transcript[first_new:]),
+                detail=f"{type(error).__name__}: {error}",
+                run_id=run.run_id,
+                error=error,
+            )
+            await _finish(run, result)
+    assert stop is not None
+    text = _final_text(run, stop)
+    if not stop.is_answer and stop.reason != "cancelled" and hooks.implements("wrap_up"):
+        message = await hooks.wrap_up(run, stop)
+        if message is not None:
+            run.append(message)
+            text = message.content or None
+    result = RunResult(
+        stop=stop.reason,
+        text=text,
+        answer=stop.answer,
+        ok=stop.is_answer,
+        turns=run.turn,
+        usage=run.usage,
+        messages=tuple(run.transcript[first_new:]),
+        detail=stop.detail,
+        run_id=run.run_id,
+    )
+    await _finish(run, result)
+    return result
+
+
+async def _finish(run: RunContext, result: RunResult) -> None:
+    hooks = run.agent.hooks
+    if run.wants_events:
+        error = result.detail if result.error is not None else None
+        await run.emit(RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
+    if hooks.implements("after_run"):
+        await hooks.after_run(run, result)
+
+
+def _final_text(run: RunContext, stop: Stop) -> str | None:
+    if stop.reason != "end_turn" and stop.reason != "terminal_tool":
+        return None
+    for message in reversed(run.messages):
+        if message.role == "assistant":
+            return message.content or None
+    return None
+
+
+async def _turns(run: RunContext) -> Stop:
+    agent = run.agent
+    hooks = agent.hooks
+    while True:
+        if run.turn >= agent.max_turns:
+            return Stop("max_turns", f"no answer after {agent.max_turns} turns (max_turns={agent.max_turns})")
+        if agent._cancel_requested:
+            raise asyncio.CancelledError
+        run.turn += 1
+        if hooks.implements("before_turn"):
+            stop = await hooks.before_turn(run)
+            if stop is not None:
+                return stop
+        if run.wants_events:
+            await run.emit(TurnStart(run.run_id, run.turn))
+        request = await _build_request(run)
+        reply = await call_model(run, request)
+        message = reply.message
+        run.append(message)
+        if run.wants_events:
+            await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason))
+        results: tuple[ToolResult, ...] = ()
+        if message.tool_calls:
+            if reply.finish_reason == "length":
+                results = tuple(_cut_off(call) for call in message.tool_calls)
+                for result in results:
+                    run.append(result.to_message())
+            else:
+                results = await _run_tools(run, message.tool_calls)
+        turn = Turn(run.turn, reply, results)
+        if hooks.implements("after_turn"):
+            await hooks.after_turn(run, turn)
+        if run.wants_events:
+            await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
+        if not message.tool_calls:
+            return Stop("end_turn", is_answer=True)
+        if hooks.implements("should_stop"):
+            stop = await hooks.should_stop(run, turn)
+            if stop is not None:
+                return stop
+
+
+async def _build_request(run: RunContext) -> ModelRequest:
+    agent = run.agent
+    hooks = agent.hooks
+    system_prompt = agent._system_prompt_for_run(run)
+    if hooks.implements("system_prompt_sections"):
+        sections = await hooks.system_prompt_sections(run)
+        if sections:
+            system_prompt = "\n\n".join([system_prompt, *sections]) if system_prompt else "\n\n".join(sections)
+    request = ModelRequest(
+        messages=tuple(run.messages),
+        system_prompt=system_prompt,
+        tools=agent._tool_specs,
+        tool_choice=agent.tool_choice,
+        settings=agent.settings,
+        stream=run.wants_deltas,
+    )
+    if hooks.implements("compact_history"):
+        window = await agent.context_window()
+        compacted = await hooks.compact_history(run, request, window)
+        if compacted is not None:
+            run.messages[:] = compacted.messages
+            request = attrs.evolve(request, messages=tuple(compacted.messages))
+            if run.wants_events:
+                await run.emit(CompactionDone(run.run_id, compacted.tokens_before, compacted.tokens_after, compacted.removed))
+    if hooks.implements("before_provider_call"):
+        request = await hooks.before_provider_call(run, request)
+    return request
+
+
+async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
+    """Call the provider, retrying as the ``retry_delay`` hook says; count the usage."""
+    agent = run.agent
+    hooks = agent.hooks
+    attempt = 0
+    while True:
+        attempt += 1
+        if run.wants_events:
+            await run.emit(ProviderRequest(run.run_id, run.turn, request, attempt))
+        streamed = _DeltaForwarder(run) if request.stream else None
+        try:
+            call = run.provider.complete(request, on_delta=streamed)
+            if agent.turn_timeout is None:
+                reply = await call
+            else:
+                try:
+                    async with asyncio.timeout(agent.turn_timeout):
+                        reply = await call
+                except TimeoutError:
+                    raise _TurnTimeout from None
+        except ProviderError as exc:
+            if streamed is not None and streamed.delivered and not isinstance(exc, StreamInterrupted):
+                raise StreamInterrupted(f"the reply stream broke after part of it was shown: {exc}", partial_text=streamed.text) from exc
+            decision = await hooks.retry_delay(run, exc, attempt) if hooks.implements("retry_delay") else None
+            if decision is None:
+                raise
+            if run.wants_events:
+                await run.emit(ProviderRetry(run.run_id, run.turn, attempt, decision.max_attempts, decision.delay, str(exc)))
+            await asyncio.sleep(decision.delay)
+            continue
+        run.usage = run.usage + reply.usage
+        return reply
+
+
+class _TurnTimeout(TimeoutError):
+    """One model call outlived ``turn_timeout``: the watchdog ends the run as a timeout."""
+
+
+class _DeltaForwarder:
+    """Turns a provider's streamed pieces into ``text_delta`` / ``tool_call_delta`` events."""
+
+    __slots__ = ("delivered", "parts", "run")
+
+    def __init__(self, run: RunContext):
+        self.run = run
+        self.delivered = False
+        self.parts: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    async def __call__(self, kind: str, payload: Any) -> None:
+        self.delivered = True
+        run = self.run
+        if kind == "text":
+            self.parts.append(payload)
+            await run.emit(TextDelta(run.run_id, payload))
+        else:
+            index, name, piece = payload
+            await run.emit(ToolCallDelta(run.run_id, index, name, piece))
+
+
+def _cut_off(call: ToolCall) -> ToolResult:
+    return ToolResult(
+        call,
+        f"Your call to {call.name} was cut off: the reply hit the output length limit before the "
+        "arguments were complete, so it did not run. Call it again with shorter arguments.",
+        is_error=True,
+    )
+
+
+def _answer_every_call(run: RunContext, reason: str) -> None:
+    """Keep the history valid after any exit: give every unanswered tool call a result."""
+    pending: dict[str, ToolResult] = run.state.pop("_pending_results", {})
+    for message in reversed(run.messages):
+        if message.role == "assistant":
+            break
+    else:
+        return
+    if not message.tool_calls:
+        return
+    answered = {m.tool_call_id for m in run.messages if m.role == "tool"}
+    for call in message.tool_calls:
+        if call.id in answered:
+            continue
+        done = pending.get(call.id)
+        if done is None:
+            done = ToolResult(call, f"{call.name} did not run: the run ended first ({reason}).", is_error=True)
+        run.append(done.to_message())
+
+
+# ---------------------------------------------------------------- tools
+
+
+async def _run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolResult, ...]:
+    """Authorise the calls in order, run the authorised ones concurrently, answer in call order."""
+    hooks = run.agent.hooks
+    results: list[ToolResult | None] = [None] * len(calls)
+    to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]] = []
+    for index, call in enumerate(calls):
+        tool = run.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(run.tools)) or "none"
+            results[index] = await _after(run, ToolResult(call, f"There is no tool named {call.name!r}. Available tools: {available}.", is_error=True), None)
+            continue
+        try:
+            arguments = tool.validate(call.arguments)
+        except ArgumentsError as exc:
+            results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
+            continue
+        decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements("before_tool_execution") else None
+        if decision is None:
+            to_run.append((index, call, tool, arguments))
+            continue
+        if isinstance(decision, Refuse):
+            result = ToolResult(call, decision.reason, is_error=True, arguments=arguments, was_refused=True)
+            if run.wants_events:
+                await run.emit(ToolRefused(run.run_id, call, decision.reason))
+        elif isinstance(decision, Respond):
+            result = ToolResult(call, decision.content, is_error=decision.is_error, arguments=arguments)
+        else:
+            raise TypeError(f"before_tool_execution must return None, Refuse or Respond, got {decision!r}")
+        results[index] = await _after(run, result, tool)
+    pending: dict[str, ToolResult] = {}
+    run.state["_pending_results"] = pending
+    if len(to_run) == 1:
+        index, call, tool, arguments = to_run[0]
+        results[index] = await _run_one(run, call, tool, arguments, pending)
+    elif to_run:
+        limit = run.agent.max_tool_concurrency
+        semaphore = asyncio.Semaphore(limit) if limit else None
+
+        async def bounded(call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
+            if semaphore is None:
+                return await _run_one(run, call, tool, arguments, pending)
+            async with semaphore:
+                return await _run_one(run, call, tool, arguments, pending)
+
+        outcomes = await asyncio.gather(*(bounded(call, tool, arguments) for _, call, tool, arguments in to_run))
+        for (index, *_), outcome in zip(to_run, outcomes, strict=True):
+            results[index] = outcome
+    for result in results:
+        assert result is not None
+        run.append(result.to_message())
+    run.state.pop("_pending_results", None)
+    return tuple(results)  # type: ignore[arg-type]
+
+
+async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], pending: dict[str, ToolResult]) -> ToolResult:
+    if run.wants_events:
+        await run.emit(ToolStart(run.run_id, call, arguments))
+    timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
+    started = time.perf_counter()
+    is_error = False
+    try:
+        if timeout is None:
+            content = await tool.invoke(arguments, run)
+        else:
+            async with asyncio.timeout(timeout):
+                content = await tool.invoke(arguments, run, in_thread=True)
+    except ToolError as exc:
+        content, is_error = str(exc), True
+    except TimeoutError:
+        content, is_error = f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request.", True
+    except Exception as exc:
+        log.warning("tool %s raised", tool.name, exc_info=True)
+        content, is_error = f"{tool.name} failed: {exc}" if str(exc) else f"{tool.name} failed ({type(exc).__name__}).", True
+    result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
+    result = await _after(run, result, tool)
+    pending[call.id] = result
+    if run.wants_events:
+        await run.emit(ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))
+    return result
+
+
+async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> ToolResult:
+    hooks = run.agent.hooks
+    if not hooks.implements("after_tool_execution"):
+        return result
+    content = await hooks.after_tool_execution(run, result.call, tool, result)
+    return result if content == result.content else attrs.evolve(result, content=content)

@@ -1,0 +1,180 @@
+"""The values that travel through the loop: messages, tool calls, usage, requests, replies.
+
+All are frozen attrs classes: a hook that wants a change returns a changed copy
+(``attrs.evolve``), so no plugin can edit another's view behind its back.
+Wire formats live in the providers, never here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+__all__ = [
+    "Message",
+    "ModelReply",
+    "ModelRequest",
+    "Thinking",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "Turn",
+    "Usage",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool the model asked for. ``arguments`` is the raw JSON text, exactly as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded from JSON; raises ``json.JSONDecodeError`` when they are broken."""
+        return json.loads(self.arguments or "{}")
+
+
+@attrs.frozen
+class Thinking:
+    """A reasoning block a provider returned. Sent back unchanged (with its signature) when required."""
+
+    text: str
+    signature: str | None = None
+    is_redacted: bool = False
+
+
+@attrs.frozen
+class Message:
+    """One entry of the history.
+
+    ``role="tool"`` messages answer the call named by ``tool_call_id``; ``is_error`` marks a
+    result the model should read as a failure.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    thinking: tuple[Thinking, ...] = attrs.field(default=(), converter=tuple)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls("user", content)
+
+    @classmethod
+    def assistant(cls, content: str = "", tool_calls: Sequence[ToolCall] = ()) -> Message:
+        return cls("assistant", content, tuple(tool_calls))
+
+    @classmethod
+    def tool(cls, call: ToolCall, content: str, *, is_error: bool = False) -> Message:
+        return cls("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
+
+
+@attrs.frozen
+class Usage:
+    """Tokens spent, and the cost when the model is priced. Adds up with ``+``.
+
+    ``cached_input_tokens`` and ``cache_write_tokens`` are *parts of* ``input_tokens``
+    (never added on top), so totals never count a cached token twice.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+    cost: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if self.cost is None and other.cost is None:
+            cost = None
+        else:
+            cost = (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.requests + other.requests,
+            cost,
+        )
+
+
+@attrs.frozen
+class ToolSpec:
+    """A tool as the model sees it: name, description and the JSON Schema of its input."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@attrs.frozen
+class ModelRequest:
+    """Everything one model call sends. ``before_provider_call`` hooks return changed copies."""
+
+    messages: tuple[Message, ...]
+    system_prompt: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str | Mapping[str, Any] | None = None
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
+    stream: bool = False
+
+
+@attrs.frozen
+class ModelReply:
+    """What one model call returned.
+
+    ``finish_reason`` is normalised: ``"stop"``, ``"tool_calls"``, ``"length"`` or the
+    provider's own word when it has no equivalent.
+    """
+
+    message: Message
+    finish_reason: str = "stop"
+    usage: Usage = Usage()
+    model: str | None = None
+
+
+@attrs.frozen
+class ToolResult:
+    """The outcome of one tool call, before it joins the history as a ``tool`` message.
+
+    ``arguments`` holds the validated input (``None`` when validation failed), which is what a
+    terminal tool hands back as the run's answer.
+    """
+
+    call: ToolCall
+    content: str
+    is_error: bool = False
+    arguments: Mapping[str, Any] | None = None
+    duration: float = 0.0
+    was_refused: bool = False
+
+    def to_message(self) -> Message:
+        return Message.tool(self.call, self.content, is_error=self.is_error)
+
+
+@attrs.frozen
+class Turn:
+    """One lap of the loop: the model's reply and the results of the tools it asked for."""
+
+    number: int
+    reply: ModelReply
+    tool_results: tuple[ToolResult, ...] = ()
+
+    @property
+    def has_tool_calls(self) -> bool:
+        return bool(self.reply.message.tool_calls)

@@ -1,0 +1,78 @@
+"""The provider protocol and how model strings find their provider.
+
+A model string is ``"prefix:model"``; for an OpenAI-compatible server that is not one of the
+named ones, ``"openai-compatible:MODEL@BASE_URL"``. Prefixes come from the core and from
+plugins' ``register_providers`` hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConfigError
+from ..messages import ModelReply, ModelRequest
+
+__all__ = ["DeltaCallback", "Provider", "register_provider", "resolve_model"]
+
+#: Called with ("text", text) or ("tool_call", (index, name, arguments_piece)) as a reply streams in.
+DeltaCallback = Callable[[str, Any], Awaitable[None]]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What the loop needs from a model.
+
+    ``complete`` sends one request and returns the whole reply. When ``on_delta`` is given,
+    the provider streams and reports each piece as it arrives (it may ignore it and not
+    stream). Failures are ``ProviderError`` subclasses, so retry policy works for every
+    provider. ``context_window`` returns the window in tokens, or None when unknown.
+    """
+
+    name: str
+    model: str
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply: ...
+
+    async def context_window(self) -> int | None: ...
+
+
+_factories: dict[str, Callable[..., Provider]] = {}
+_plugins_loaded = False
+
+
+def register_provider(prefix: str, factory: Callable[..., Provider]) -> None:
+    """Make ``"prefix:..."`` model strings resolve to ``factory(rest, **options)``."""
+    _factories[prefix] = factory
+
+
+def resolve_model(model: str | Provider, **options: Any) -> Provider:
+    """A provider object for ``model``: returned as is if it already is one."""
+    if not isinstance(model, str):
+        if not isinstance(model, Provider):
+            raise ConfigError(f"model must be a model string like 'openai:gpt-4o-mini' or a provider object, got {model!r}")
+        return model
+    prefix, sep, rest = model.partition(":")
+    if not sep:
+        raise ConfigError(
+            f"model {model!r} has no provider prefix; write it as 'PROVIDER:MODEL', "
+            f"e.g. 'openai:gpt-4o-mini', 'ollama:llama3.1', 'local:' or 'openai-compatible:MODEL@http://host:port/v1'"
+        )
+    factory = _factories.get(prefix)
+    if factory is None:
+        _load_plugin_providers()
+        factory = _factories.get(prefix)
+    if factory is None:
+        known = ", ".join(sorted(_factories)) or "none"
+        raise ConfigError(f"no provider registered for {prefix!r} (model {model!r}); known prefixes: {known}. A plugin may provide it: see `bandoneon plugins`.")
+    return factory(rest, **options)
+
+
+def _load_plugin_providers() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from ..plugins import registration_hooks
+
+    registration_hooks().register_providers(register=register_provider)

@@ -1,0 +1,147 @@
+"""Shared HTTP plumbing for providers: one httpx client per event loop, error classification,
+server-sent events. Public so provider plugins (Anthropic, embeddings) classify errors the same
+way, and the retry plugin works for all of them unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AuthError, BadRequest, BadResponse, NetworkError, ProviderError, RateLimited, ServerError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpClient", "classify_status", "iter_sse", "parse_retry_after", "read_json"]
+
+
+class HttpClient:
+    """An ``httpx.AsyncClient`` made lazily, and remade when used from another event loop.
+
+    httpx is imported on first use, so ``import bandoneon`` stays fast.
+    """
+
+    def __init__(self, *, base_url: str, headers: dict[str, str], timeout: float, provider: str):
+        self.base_url = base_url.rstrip("/")
+        self.headers = headers
+        self.timeout = timeout
+        self.provider = provider
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=self.headers,
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=1000),
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> Any:
+        """POST and return the decoded JSON; every failure as a classified ``ProviderError``."""
+        import httpx
+
+        try:
+            response = await self.client().post(path, json=body)
+        except httpx.TimeoutException as exc:
+            raise NetworkError(f"{self.provider}: the request to {self.base_url}{path} timed out ({type(exc).__name__})", provider=self.provider) from None
+        except httpx.TransportError as exc:
+            raise NetworkError(f"{self.provider}: cannot reach {self.base_url}{path}: {exc or type(exc).__name__}", provider=self.provider) from None
+        if response.status_code >= 400:
+            raise classify_status(response.status_code, response.headers, response.text, self.provider)
+        return read_json(response.content, self.provider)
+
+    async def get_json(self, path: str) -> Any | None:
+        """GET a JSON document; None on any failure (used for optional metadata)."""
+        import httpx
+
+        try:
+            response = await self.client().get(path)
+            if response.status_code != 200:
+                return None
+            return response.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+
+
+def read_json(content: bytes, provider: str) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError:
+        preview = content[:80].decode("utf-8", "replace")
+        raise BadResponse(f"{provider}: the server's reply is not JSON: {preview!r}", provider=provider) from None
+
+
+def classify_status(status: int, headers: Any, text: str, provider: str) -> ProviderError:
+    """The typed error for an HTTP error status, with the server's own message when it sent one."""
+    detail = _error_message(text)
+    message = f"{provider}: HTTP {status}" + (f": {detail}" if detail else "")
+    retry_after = parse_retry_after(headers.get("retry-after"))
+    if status == 429:
+        return RateLimited(message, retry_after=retry_after, status=status, provider=provider)
+    if status >= 500:
+        return ServerError(message, retry_after=retry_after, status=status, provider=provider)
+    if status in (401, 403):
+        return AuthError(message + " (check the API key)", status=status, provider=provider)
+    if status == 408:
+        return NetworkError(message, status=status, provider=provider)
+    return BadRequest(message, status=status, provider=provider)
+
+
+def _error_message(text: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()[:200]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("type") or "")[:300]
+    return str(error)[:300]
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+async def iter_sse(response: httpx.Response) -> AsyncIterator[tuple[str | None, str]]:
+    """Yield ``(event, data)`` for each server-sent event of a streaming response."""
+    event: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = None, []
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+    if data:
+        yield event, "\n".join(data)

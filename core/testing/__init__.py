@@ -1,0 +1,13 @@
+"""The testing kit: test agents without a model, and providers without the network.
+
+- ``ScriptedModel`` / ``FunctionModel``: in-process providers (a queue, or a function).
+- ``MockLLMServer``: a real OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 with
+  scripted replies and fault injection (``Reply``, ``Fault``).
+- pytest fixtures (installed through the ``pytest11`` entry point): ``mock_llm`` (a running
+  server), ``scripted`` (a fresh ``ScriptedModel``).
+"""
+
+from .models import FunctionModel, ScriptedModel, call, reply
+from .server import Fault, MockLLMServer, RecordedRequest, Reply
+
+__all__ = ["Fault", "FunctionModel", "MockLLMServer", "RecordedRequest", "Reply", "ScriptedModel", "call", "reply"]

@@ -1,0 +1,693 @@
+"""A loopback mock LLM server for tests and benchmarks.
+
+It speaks three wire formats on 127.0.0.1 (OpenAI chat completions, the Anthropic Messages API
+and OpenAI embeddings), answers from a FIFO queue of scripted ``Reply`` and ``Fault`` items, and
+records every request. It runs its own event loop in a daemon thread, so sync tests, async tests
+and benchmarks can all point a real HTTP client at ``server.base_url``.
+
+This module imports nothing else from bandoneon, so it works on its own as a test fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import inspect
+import itertools
+import json
+import math
+import re
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ._http import HttpRequest, HttpResponse, HttpServer
+
+__all__ = ["Fault", "MockLLMServer", "RecordedRequest", "Reply"]
+
+ToolArgs = Mapping[str, Any] | str
+
+
+def _tool_calls(calls: Sequence[Sequence[Any]]) -> tuple[tuple[str | None, str, ToolArgs], ...]:
+    """Normalise ``(name, args)`` and ``(id, name, args)`` to ``(id or None, name, args)``."""
+    normalised = []
+    for call in calls:
+        if isinstance(call, str | bytes) or len(call) not in (2, 3):
+            raise ValueError(f"a tool call is (name, args) or (id, name, args), got {call!r}")
+        call_id, name, args = (None, *call) if len(call) == 2 else tuple(call)
+        if not isinstance(name, str) or not isinstance(args, Mapping | str):
+            raise TypeError(f"tool call {call!r}: the name must be a str, the args a dict or a str")
+        normalised.append((call_id, name, args))
+    return tuple(normalised)
+
+
+def _thinking(blocks: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    normalised = tuple(tuple(block) for block in blocks)
+    for block in normalised:
+        if len(block) != 2 or not all(isinstance(part, str) for part in block):
+            raise ValueError(f"a thinking block is (text, signature), got {block!r}")
+    return normalised  # type: ignore[return-value]
+
+
+def _usage(usage: Sequence[int] | None) -> tuple[int, int] | None:
+    if usage is None:
+        return None
+    if len(usage) != 2:
+        raise ValueError(f"usage is (prompt_tokens, completion_tokens), got {usage!r}")
+    return (usage[0], usage[1])
+
+
+_non_negative = attrs.validators.ge(0)
+
+
+@attrs.frozen
+class Reply:
+    """A scripted model answer, rendered in the wire format of the endpoint that receives it.
+
+    ``tool_calls`` holds ``(name, args)`` or ``(id, name, args)``; dict args are sent as JSON,
+    str args verbatim (to send broken JSON on purpose). ``finish_reason=None`` means the usual
+    value for the content; ``usage=None`` means a rough count from the request and text.
+    ``thinking`` is ``(text, signature)`` blocks, which only the Anthropic format carries.
+    ``cut_stream_after=n`` sends n stream events and then drops the connection.
+    """
+
+    text: str | None = None
+    tool_calls: tuple[tuple[str | None, str, ToolArgs], ...] = attrs.field(
+        default=(), converter=_tool_calls
+    )
+    finish_reason: str | None = None
+    usage: tuple[int, int] | None = attrs.field(default=None, converter=_usage)
+    cached_tokens: int = attrs.field(default=0, validator=_non_negative)
+    thinking: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_thinking)
+    delay: float = attrs.field(default=0, validator=_non_negative)
+    cut_stream_after: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_non_negative)
+    )
+    model: str | None = None
+
+
+@attrs.frozen
+class Fault:
+    """A scripted failure: an error status, a body that is not what the client expects, a
+    dropped connection, or an error event in the middle of a stream.
+
+    ``status=None`` means 500; ``body=None`` means a JSON error in the endpoint's own shape.
+    A queued fault that sets nothing but ``delay`` is a pause: the request waits, then gets the
+    next queued item.
+    """
+
+    status: int | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional([attrs.validators.ge(100), attrs.validators.le(599)]),
+    )
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=dict)
+    body: str | bytes | None = None
+    delay: float = attrs.field(default=0, validator=_non_negative)
+    drop: bool = False
+    stream_error: str | None = None
+
+
+@attrs.frozen
+class RecordedRequest:
+    """One request as the server received it; ``json`` is None when the body is not JSON."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    json: Any
+    body: bytes
+
+
+Responder = Callable[[RecordedRequest], "Reply | Fault | Awaitable[Reply | Fault]"]
+
+
+def _is_pause(fault: Fault) -> bool:
+    return fault.delay > 0 and attrs.evolve(fault, delay=0) == Fault()
+
+
+class MockLLMServer:
+    """A scripted LLM server on 127.0.0.1: queue replies and faults, point a client at
+    ``base_url``, then read back what the client sent.
+
+    Use it as ``with MockLLMServer() as server:`` or ``async with``, or call ``start`` and
+    ``stop``. ``model`` and ``embedding_dimensions`` may be set at any time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._http: HttpServer | None = None
+        self._port: int | None = None
+        self._routes = {
+            ("POST", "/v1/chat/completions"): self._serve_chat,
+            ("POST", "/v1/messages"): self._serve_chat,
+            ("POST", "/v1/embeddings"): self._serve_embeddings,
+            ("GET", "/v1/models"): self._serve_models,
+            ("GET", "/props"): self._serve_props,
+        }
+        self.reset()
+
+    def __repr__(self) -> str:
+        return f"<MockLLMServer {self.url if self._port else 'stopped'}>"
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> MockLLMServer:
+        """Start the server thread and bind an ephemeral port; returns once it accepts."""
+        if self._thread is not None:
+            raise RuntimeError("MockLLMServer is already running; stop() it before start()")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="MockLLMServer", daemon=True)
+        thread.start()
+        http_server = HttpServer(self._handle)
+        try:
+            bind = http_server.start("127.0.0.1", 0)
+            self._port = asyncio.run_coroutine_threadsafe(bind, loop).result()
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        self._loop, self._thread, self._http = loop, thread, http_server
+        return self
+
+    def stop(self) -> None:
+        """Close every connection, stop the loop and join its thread. Does nothing if stopped."""
+        loop, thread, http_server = self._loop, self._thread, self._http
+        if loop is None or thread is None or http_server is None:
+            return
+        if threading.current_thread() is thread:
+            raise RuntimeError("MockLLMServer.stop() cannot run on the server's own thread")
+        self._loop = self._thread = self._http = self._port = None
+        try:
+            asyncio.run_coroutine_threadsafe(http_server.close(), loop).result(timeout=10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    def __enter__(self) -> MockLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> MockLLMServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        if self._port is None:
+            raise RuntimeError("MockLLMServer is not running: call start() or use `with` first")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, the base URL OpenAI- and Anthropic-style clients take."""
+        return f"{self.url}/v1"
+
+    # -- scripting --------------------------------------------------------------------------
+
+    def add(self, *items: Reply | Fault) -> None:
+        """Queue replies and faults; each request takes the oldest one."""
+        for item in items:
+            if not isinstance(item, Reply | Fault):
+                raise TypeError(f"MockLLMServer.add() takes Reply or Fault items, got {item!r}")
+        with self._lock:
+            self._queue.extend(items)
+
+    def respond_with(self, responder: Responder | None) -> None:
+        """Answer chat requests with ``responder(request)`` whenever the queue is empty.
+
+        It may be sync or async and returns a Reply or a Fault; it runs on the server's own
+        event loop, so it must not block nor touch another loop's objects. None removes it.
+        """
+        self._responder = responder
+
+    def model_info(self, *, context_window: int, style: str = "vllm") -> None:
+        """Report ``context_window`` like vLLM (``max_model_len`` in ``GET /v1/models``) or
+        like llama.cpp (``n_ctx`` in ``GET /props``)."""
+        if style not in ("vllm", "llamacpp"):
+            raise ValueError(f"model_info style is 'vllm' or 'llamacpp', got {style!r}")
+        self._context_window, self._model_info_style = context_window, style
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    def assert_all_used(self) -> None:
+        with self._lock:
+            unused = list(self._queue)
+        if unused:
+            listing = "\n".join(f"  {item!r}" for item in unused)
+            raise AssertionError(f"MockLLMServer: {len(unused)} queued item(s) never used:\n{listing}")
+
+    def reset(self) -> None:
+        """Back to a fresh server's state: empty queue and history, no responder, no model
+        info, default model and dimensions, tool-call ids counting from 1 again."""
+        with self._lock:
+            self._queue: deque[Reply | Fault] = deque()
+            self._requests: list[RecordedRequest] = []
+        self._responder: Responder | None = None
+        self._context_window: int | None = None
+        self._model_info_style: str | None = None
+        self._tool_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self.model = "mock-model"
+        self.embedding_dimensions = 64
+
+    # -- serving (on the server thread) -----------------------------------------------------
+
+    async def _handle(self, request: HttpRequest, response: HttpResponse) -> None:
+        recorded = RecordedRequest(
+            request.method, request.path, dict(request.headers), _parse_json(request.body),
+            request.body,
+        )
+        with self._lock:
+            self._requests.append(recorded)
+        dialect = _ANTHROPIC if request.path == "/v1/messages" else _OPENAI
+        route = self._routes.get((request.method, request.path))
+        if route is None:
+            message = f"MockLLMServer: no endpoint {request.method} {request.path}"
+            await _send_error(response, dialect, 404, message)
+        elif request.method == "POST" and not isinstance(recorded.json, dict):
+            message = f"MockLLMServer: the body of POST {request.path} is not a JSON object"
+            await _send_error(response, dialect, 400, message)
+        else:
+            await route(recorded, dialect, response)
+
+    async def _next_answer(
+        self, recorded: RecordedRequest, *, takes_replies: bool
+    ) -> Reply | Fault | None:
+        """The oldest queued item this endpoint takes (embeddings take only faults), else the
+        responder's answer; a pause sleeps and hands the request to the item after it."""
+        while True:
+            with self._lock:
+                head = self._queue[0] if self._queue else None
+                if isinstance(head, Reply) and not takes_replies:
+                    head = None
+                if head is not None:
+                    self._queue.popleft()
+            if head is None:
+                break
+            if not (isinstance(head, Fault) and _is_pause(head)):
+                return head
+            await asyncio.sleep(head.delay)
+        responder = self._responder
+        if not takes_replies or responder is None:
+            return None
+        answer = responder(recorded)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, Reply | Fault):
+            raise TypeError(f"the respond_with function returned {answer!r}, not a Reply or Fault")
+        return answer
+
+    async def _serve_chat(
+        self, recorded: RecordedRequest, dialect: _Dialect, response: HttpResponse
+    ) -> None:
+        is_stream = recorded.json.get("stream") is True
+        try:
+            answer = await self._next_answer(recorded, takes_replies=True)
+        except Exception as error:
+            message = f"MockLLMServer: the respond_with function failed: {error!r}"
+            await _send_error(response, dialect, 500, message)
+            return
+        if answer is None:
+            message = f"MockLLMServer: no reply queued for {recorded.method} {recorded.path}"
+            await _send_error(response, dialect, 500, message)
+        elif isinstance(answer, Fault):
+            await self._serve_fault(answer, recorded, dialect, response, is_stream=is_stream)
+        else:
+            await asyncio.sleep(answer.delay)
+            turn = self._turn(answer, recorded.json, dialect)
+            if is_stream:
+                events = dialect.stream(turn, recorded.json)
+                await _send_stream(response, events, answer.cut_stream_after)
+            else:
+                await _send_json(response, 200, dialect.complete(turn))
+
+    async def _serve_fault(
+        self,
+        fault: Fault,
+        recorded: RecordedRequest,
+        dialect: _Dialect,
+        response: HttpResponse,
+        *,
+        is_stream: bool,
+    ) -> None:
+        await asyncio.sleep(fault.delay)
+        if fault.drop:
+            response.drop()
+            return
+        if fault.stream_error is not None and is_stream:
+            turn = self._turn(Reply(), recorded.json, dialect)
+            await _send_stream(response, dialect.stream_error(turn, fault.stream_error), None)
+            return
+        status = fault.status or 500
+        if fault.body is None:
+            message = f"MockLLMServer: injected fault (HTTP {status})"
+            body = json.dumps(dialect.error_body(status, message, fault.stream_error)).encode()
+        else:
+            body = fault.body.encode() if isinstance(fault.body, str) else fault.body
+        await response.send(status, body, {"content-type": "application/json", **fault.headers})
+
+    def _turn(self, reply: Reply, request_body: Mapping[str, Any], dialect: _Dialect) -> _Turn:
+        if reply.usage is None:
+            prompt_tokens = len(json.dumps(request_body.get("messages", []))) // 4
+            completion_tokens = len(reply.text or "") // 4 + 1
+        else:
+            prompt_tokens, completion_tokens = reply.usage
+        tool_ids = tuple(
+            call_id or f"{dialect.tool_id_prefix}{next(self._tool_ids)}"
+            for call_id, _, _ in reply.tool_calls
+        )
+        return _Turn(
+            reply=reply,
+            model=reply.model or str(request_body.get("model") or self.model),
+            message_id=f"{dialect.message_id_prefix}{next(self._message_ids)}",
+            tool_ids=tool_ids,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            created=int(time.time()),
+        )
+
+    async def _serve_embeddings(
+        self, recorded: RecordedRequest, dialect: _Dialect, response: HttpResponse
+    ) -> None:
+        fault = await self._next_answer(recorded, takes_replies=False)
+        if fault is not None:
+            await self._serve_fault(fault, recorded, dialect, response, is_stream=False)
+            return
+        body = recorded.json
+        texts = [body["input"]] if isinstance(body.get("input"), str) else body.get("input")
+        dimensions = body.get("dimensions") or self.embedding_dimensions
+        if not (isinstance(texts, list) and all(isinstance(text, str) for text in texts)):
+            message = "MockLLMServer: embeddings input must be a string or a list of strings"
+            await _send_error(response, dialect, 400, message)
+            return
+        if not (isinstance(dimensions, int) and dimensions > 0):
+            message = f"MockLLMServer: embedding dimensions must be a positive int, got {dimensions!r}"
+            await _send_error(response, dialect, 400, message)
+            return
+        as_base64 = body.get("encoding_format") == "base64"  # the openai SDK's default
+        data = []
+        for index, text in enumerate(texts):
+            vector = _hashed_embedding(text, dimensions)
+            encoded = _base64_floats(vector) if as_base64 else vector
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(text) // 4 + 1 for text in texts)
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": str(body.get("model") or self.model),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        await _send_json(response, 200, payload)
+
+    async def _serve_models(
+        self, recorded: RecordedRequest, dialect: _Dialect, response: HttpResponse
+    ) -> None:
+        entry: dict[str, Any] = {"id": self.model, "object": "model", "owned_by": "mock"}
+        if self._model_info_style == "vllm":
+            entry["max_model_len"] = self._context_window
+        await _send_json(response, 200, {"object": "list", "data": [entry]})
+
+    async def _serve_props(
+        self, recorded: RecordedRequest, dialect: _Dialect, response: HttpResponse
+    ) -> None:
+        if self._model_info_style != "llamacpp":
+            message = "MockLLMServer: GET /props answers only after model_info(style='llamacpp')"
+            await _send_error(response, dialect, 404, message)
+            return
+        settings = {"n_ctx": self._context_window}
+        await _send_json(response, 200, {"default_generation_settings": settings})
+
+
+def _parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:  # includes JSONDecodeError and UnicodeDecodeError
+        return None
+
+
+async def _send_json(response: HttpResponse, status: int, payload: Any) -> None:
+    await response.send(status, json.dumps(payload).encode(), {"content-type": "application/json"})
+
+
+async def _send_error(response: HttpResponse, dialect: _Dialect, status: int, message: str) -> None:
+    await _send_json(response, status, dialect.error_body(status, message))
+
+
+async def _send_stream(response: HttpResponse, events: list[bytes], cut_after: int | None) -> None:
+    await response.start_stream(
+        200, {"content-type": "text/event-stream", "cache-control": "no-cache"}
+    )
+    for event in events[:cut_after]:
+        await response.send_chunk(event)
+    if cut_after is None:
+        await response.end_stream()
+    else:
+        response.drop()
+
+
+# -- wire formats -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Turn:
+    """A reply resolved against its request: all a wire format needs to render it."""
+
+    reply: Reply
+    model: str
+    message_id: str
+    tool_ids: tuple[str, ...]
+    prompt_tokens: int
+    completion_tokens: int
+    created: int
+
+    def tool_calls(self) -> Iterator[tuple[str, str, ToolArgs]]:
+        for call_id, (_, name, args) in zip(self.tool_ids, self.reply.tool_calls, strict=True):
+            yield call_id, name, args
+
+
+class _OpenAIChat:
+    """OpenAI chat completions; its error shape also serves the other non-Anthropic paths."""
+
+    tool_id_prefix = "call_"
+    message_id_prefix = "chatcmpl-mock-"
+    _error_types = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_exceeded"}
+
+    def error_body(self, status: int, message: str, error_type: str | None = None) -> Any:
+        default = "server_error" if status >= 500 else "invalid_request_error"
+        error_type = error_type or self._error_types.get(status, default)
+        return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+
+    def complete(self, turn: _Turn) -> Any:
+        message: dict[str, Any] = {"role": "assistant", "content": turn.reply.text}
+        if turn.reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": call_id, "type": "function",
+                 "function": {"name": name, "arguments": _json_text(args)}}
+                for call_id, name, args in turn.tool_calls()
+            ]
+        choice = {"index": 0, "message": message, "finish_reason": self._finish_reason(turn)}
+        return {**self._envelope(turn, "chat.completion"), "choices": [choice],
+                "usage": self._usage(turn)}
+
+    def stream(self, turn: _Turn, request_body: Mapping[str, Any]) -> list[bytes]:
+        deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+        deltas += [{"content": piece} for piece in _words(turn.reply.text or "")]
+        for index, (call_id, name, args) in enumerate(turn.tool_calls()):
+            function = {"name": name, "arguments": ""}
+            deltas.append({"tool_calls": [
+                {"index": index, "id": call_id, "type": "function", "function": function}
+            ]})
+            deltas += [
+                {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                for piece in _thirds(_json_text(args))
+            ]
+        chunks = [self._chunk(turn, delta, None) for delta in deltas]
+        chunks.append(self._chunk(turn, {}, self._finish_reason(turn)))
+        options = request_body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            chunks.append({**self._envelope(turn, "chat.completion.chunk"), "choices": [],
+                           "usage": self._usage(turn)})
+        return [_sse(None, chunk) for chunk in chunks] + [b"data: [DONE]\n\n"]
+
+    def stream_error(self, turn: _Turn, error_type: str) -> list[bytes]:
+        error = {"message": f"MockLLMServer: injected {error_type}", "type": error_type}
+        return [_sse(None, self._chunk(turn, {"role": "assistant"}, None)),
+                _sse(None, {"error": error})]
+
+    def _envelope(self, turn: _Turn, kind: str) -> dict[str, Any]:
+        return {"id": turn.message_id, "object": kind, "created": turn.created,
+                "model": turn.model}
+
+    def _chunk(self, turn: _Turn, delta: Any, finish_reason: str | None) -> Any:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return {**self._envelope(turn, "chat.completion.chunk"), "choices": [choice]}
+
+    def _finish_reason(self, turn: _Turn) -> str:
+        if turn.reply.finish_reason is not None:
+            return turn.reply.finish_reason
+        return "tool_calls" if turn.reply.tool_calls else "stop"
+
+    def _usage(self, turn: _Turn) -> Any:
+        return {
+            "prompt_tokens": turn.prompt_tokens,
+            "completion_tokens": turn.completion_tokens,
+            "total_tokens": turn.prompt_tokens + turn.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": turn.reply.cached_tokens},
+        }
+
+
+class _AnthropicMessages:
+    """The Anthropic Messages API, thinking blocks and mid-stream error events included."""
+
+    tool_id_prefix = "toolu_"
+    message_id_prefix = "msg_mock_"
+    _error_types = {
+        400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+        404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error",
+    }
+
+    def error_body(self, status: int, message: str, error_type: str | None = None) -> Any:
+        error_type = error_type or self._error_types.get(status, "api_error")
+        return {"type": "error", "error": {"type": error_type, "message": message}}
+
+    def complete(self, turn: _Turn) -> Any:
+        content: list[dict[str, Any]] = [
+            {"type": "thinking", "thinking": text, "signature": signature}
+            for text, signature in turn.reply.thinking
+        ]
+        if turn.reply.text is not None:
+            content.append({"type": "text", "text": turn.reply.text})
+        content += [
+            {"type": "tool_use", "id": call_id, "name": name, "input": _tool_input(args)}
+            for call_id, name, args in turn.tool_calls()
+        ]
+        return self._message(turn, content, self._stop_reason(turn), turn.completion_tokens)
+
+    def stream(self, turn: _Turn, request_body: Mapping[str, Any]) -> list[bytes]:
+        blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        for text, signature in turn.reply.thinking:
+            deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _words(text)]
+            deltas.append({"type": "signature_delta", "signature": signature})
+            blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+        if turn.reply.text is not None:
+            deltas = [{"type": "text_delta", "text": piece} for piece in _words(turn.reply.text)]
+            blocks.append(({"type": "text", "text": ""}, deltas))
+        for call_id, name, args in turn.tool_calls():
+            deltas = [{"type": "input_json_delta", "partial_json": piece}
+                      for piece in _thirds(_json_text(args))]
+            blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, deltas))
+        events = [self._message_start(turn)]
+        for index, (block, deltas) in enumerate(blocks):
+            events.append(_sse("content_block_start", {
+                "type": "content_block_start", "index": index, "content_block": block}))
+            events += [
+                _sse("content_block_delta",
+                     {"type": "content_block_delta", "index": index, "delta": delta})
+                for delta in deltas
+            ]
+            events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events.append(_sse("message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": self._stop_reason(turn), "stop_sequence": None},
+            "usage": {"output_tokens": turn.completion_tokens},
+        }))
+        events.append(_sse("message_stop", {"type": "message_stop"}))
+        return events
+
+    def stream_error(self, turn: _Turn, error_type: str) -> list[bytes]:
+        error = self.error_body(529, f"MockLLMServer: injected {error_type}", error_type)
+        return [self._message_start(turn), _sse("error", error)]
+
+    def _message_start(self, turn: _Turn) -> bytes:
+        # The real API counts one output token at message_start; message_delta has the total.
+        message = self._message(turn, [], None, 1)
+        return _sse("message_start", {"type": "message_start", "message": message})
+
+    def _message(
+        self, turn: _Turn, content: list[Any], stop_reason: str | None, output_tokens: int
+    ) -> Any:
+        return {
+            "id": turn.message_id, "type": "message", "role": "assistant", "model": turn.model,
+            "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+            "usage": {
+                "input_tokens": turn.prompt_tokens,
+                "output_tokens": output_tokens,
+                "cache_read_input_tokens": turn.reply.cached_tokens,
+                "cache_creation_input_tokens": 0,
+            },
+        }
+
+    def _stop_reason(self, turn: _Turn) -> str:
+        if turn.reply.finish_reason is not None:
+            return turn.reply.finish_reason
+        return "tool_use" if turn.reply.tool_calls else "end_turn"
+
+
+_Dialect = _OpenAIChat | _AnthropicMessages
+_OPENAI = _OpenAIChat()
+_ANTHROPIC = _AnthropicMessages()
+
+
+def _sse(event: str | None, data: Any) -> bytes:
+    prefix = f"event: {event}\n" if event else ""
+    return f"{prefix}data: {json.dumps(data)}\n\n".encode()
+
+
+def _json_text(args: ToolArgs) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def _tool_input(args: ToolArgs) -> Any:
+    """Anthropic's ``input`` is an object; args that are not valid JSON go out as the raw string,
+    which is exactly the malformed response a test of broken args wants."""
+    if not isinstance(args, str):
+        return dict(args)
+    try:
+        return json.loads(args)
+    except ValueError:
+        return args
+
+
+def _words(text: str) -> list[str]:
+    """Split before each word that follows whitespace: the pieces join back to ``text``."""
+    return [piece for piece in re.split(r"(?<=\s)(?=\S)", text) if piece]
+
+
+def _thirds(text: str) -> list[str]:
+    """Split into up to three pieces, as servers stream tool arguments in fragments."""
+    cuts = [0, len(text) // 3, 2 * len(text) // 3, len(text)]
+    return [text[start:end] for start, end in itertools.pairwise(cuts) if start < end]
+
+
+def _hashed_embedding(text: str, dimensions: int) -> list[float]:
+    """A bag of hashed words, L2-normalised: meaningless but stable, and texts that share words
+    have a higher cosine. blake2b, unlike ``hash()``, is the same in every process."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w+", text.lower()) or [""]:
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest, "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(value * value for value in vector))
+    return [value / norm for value in vector]
+
+
+def _base64_floats(vector: list[float]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")

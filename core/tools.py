@@ -1,0 +1,205 @@
+"""Tools: a typed function, the card the model reads, and the checks between the two.
+
+``@tool`` takes the name from the function, the description from the docstring, the
+parameters from the signature. The model's JSON is structured with cattrs before the
+function runs; every problem comes back to the model as one short sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
+
+import attrs
+
+from .context import RunContext
+from .errors import ToolError
+from .messages import ToolSpec
+from .schema import object_schema, parse_docstring, unwrap_annotated
+from .structuring import StructureError, describe_value, structure, unstructure
+
+__all__ = ["CAPABILITIES", "ArgumentsError", "Tool", "tool"]
+
+log = logging.getLogger("bandoneon.tools")
+
+#: Capabilities a tool may declare, read by policy plugins (the lethal trifecta of level 14).
+CAPABILITIES = frozenset({"reads_private", "untrusted_output", "sends_out", "runs_code", "changes_world"})
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ArgumentsError(Exception):
+    """The model's arguments do not fit the tool. The message is written for the model."""
+
+
+@attrs.frozen(eq=False)
+class Tool:
+    """A function the model may call, with the card it reads.
+
+    Flags, read by plugins: ``terminal`` (a correct call ends the run, its input is the
+    answer), ``needs_approval`` (a person says yes first), ``untrusted_output`` (its result is
+    outside text), ``capabilities`` (for policy), ``timeout`` (seconds, overrides the agent's
+    ``tool_timeout``), ``rerunnable`` (False: its results are never truncated by compaction).
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    function: Callable[..., Any]
+    terminal: bool = False
+    needs_approval: bool = False
+    untrusted_output: bool = False
+    capabilities: frozenset[str] = frozenset()
+    timeout: float | None = None
+    rerunnable: bool = True
+    _arguments_class: type | None = None
+    _context_parameter: str | None = None
+    _is_async: bool = False
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def validate(self, raw_arguments: str) -> dict[str, Any]:
+        """Decode and structure the model's arguments; raise ``ArgumentsError`` with a sentence for the model."""
+        try:
+            data = json.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ArgumentsError(
+                f"The arguments for {self.name} are not valid JSON ({exc.msg} at character {exc.pos}). "
+                f"Send one JSON object{_fields_hint(self.parameters)}."
+            ) from None
+        if not isinstance(data, dict):
+            raise ArgumentsError(
+                f"The arguments for {self.name} must be a JSON object, got {describe_value(data)}. "
+                f"Send one JSON object{_fields_hint(self.parameters)}."
+            )
+        if self._arguments_class is None:
+            return data
+        try:
+            structured = structure(data, self._arguments_class)
+        except StructureError as exc:
+            raise ArgumentsError(f"Invalid arguments for {self.name}: " + " ".join(exc.problems)) from None
+        return {f.name: getattr(structured, f.name) for f in attrs.fields(self._arguments_class)}
+
+    async def invoke(self, arguments: Mapping[str, Any], run: RunContext | None, *, in_thread: bool = False) -> str:
+        """Run the function and turn what it returns into the text the model reads.
+
+        A sync function runs on the event loop's thread (the fast path), or on a worker
+        thread when ``in_thread`` (the loop does that when a timeout applies, so the wait
+        can be cut; the thread itself cannot be killed and finishes in the background).
+        """
+        kwargs = dict(arguments)
+        if self._context_parameter:
+            kwargs[self._context_parameter] = run
+        if self._is_async:
+            value = await self.function(**kwargs)
+        else:
+            value = await asyncio.to_thread(self.function, **kwargs) if in_thread else self.function(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        return to_text(value)
+
+
+def to_text(value: Any) -> str:
+    """What a tool returned, as the text that joins the history."""
+    if isinstance(value, str):
+        return value
+    if attrs.has(type(value)):
+        value = unstructure(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@overload
+def tool(function: F, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    terminal: bool = False,
+    needs_approval: bool = False,
+    untrusted_output: bool = False,
+    capabilities: Iterable[str] = (),
+    timeout: float | None = None,
+    rerunnable: bool = True,
+) -> Callable[[F], Tool]: ...
+
+
+def tool(function: Callable[..., Any] | None = None, /, **options: Any) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function (sync or async) into a ``Tool``.
+
+    Parameter descriptions come from ``Annotated[T, "description"]`` or the docstring's
+    ``Args:`` section. A parameter typed ``RunContext`` receives the run and is hidden from
+    the model. Usable bare (``@tool``) or with options (``@tool(terminal=True)``).
+    """
+    if function is None:
+        return lambda fn: make_tool(fn, **options)
+    return make_tool(function, **options)
+
+
+def make_tool(
+    function: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    terminal: bool = False,
+    needs_approval: bool = False,
+    untrusted_output: bool = False,
+    capabilities: Iterable[str] = (),
+    timeout: float | None = None,
+    rerunnable: bool = True,
+) -> Tool:
+    capabilities = frozenset(capabilities)
+    unknown = capabilities - CAPABILITIES
+    if unknown:
+        raise ValueError(f"unknown tool capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    if untrusted_output:
+        capabilities |= {"untrusted_output"}
+    doc_description, doc_params = parse_docstring(function.__doc__)
+    hints = typing.get_type_hints(function, include_extras=True)
+    fields: dict[str, tuple[Any, bool]] = {}
+    attrs_fields: dict[str, Any] = {}
+    context_parameter = None
+    for param in inspect.signature(function).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {function.__name__}: *args and **kwargs cannot be described to a model")
+        annotation = hints.get(param.name, Any)
+        if unwrap_annotated(annotation)[0] is RunContext:
+            context_parameter = param.name
+            continue
+        required = param.default is inspect.Parameter.empty
+        fields[param.name] = (annotation, required)
+        base_type = unwrap_annotated(annotation)[0]
+        attrs_fields[param.name] = attrs.field(
+            type=base_type, default=attrs.NOTHING if required else param.default, kw_only=True
+        )
+    parameters = object_schema(fields, descriptions=doc_params)
+    arguments_class = attrs.make_class(f"{function.__name__}_arguments", attrs_fields, frozen=True) if fields else None
+    return Tool(
+        name=name or function.__name__,
+        description=(description or doc_description).strip(),
+        parameters=parameters,
+        function=function,
+        terminal=terminal,
+        needs_approval=needs_approval,
+        untrusted_output=untrusted_output,
+        capabilities=capabilities,
+        timeout=timeout,
+        rerunnable=rerunnable,
+        arguments_class=arguments_class,
+        context_parameter=context_parameter,
+        is_async=inspect.iscoroutinefunction(function),
+    )
+
+
+def _fields_hint(parameters: Mapping[str, Any]) -> str:
+    names = list(parameters.get("properties", {}))
+    return f" with the fields {', '.join(names)}" if names else ""
