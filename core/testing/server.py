@@ -199,6 +199,8 @@ class MockLLMServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    # The async twins drive the sync ones in a worker thread: the work happens on the server's
+    # own thread either way, and waiting for it there keeps the caller's loop free.
     async def __aenter__(self) -> MockLLMServer:
         return await asyncio.to_thread(self.start)
 
@@ -249,11 +251,13 @@ class MockLLMServer:
             return list(self._requests)
 
     def assert_all_used(self) -> None:
+        """Fail, listing them, if queued items were never served."""
         with self._lock:
             unused = list(self._queue)
         if unused:
             listing = "\n".join(f"  {item!r}" for item in unused)
-            raise AssertionError(f"MockLLMServer: {len(unused)} queued item(s) never used:\n{listing}")
+            count = len(unused)
+            raise AssertionError(f"MockLLMServer: {count} queued item(s) never used:\n{listing}")
 
     def reset(self) -> None:
         """Back to a fresh server's state: empty queue and history, no responder, no model
@@ -400,7 +404,7 @@ class MockLLMServer:
             await _send_error(response, dialect, 400, message)
             return
         if not (isinstance(dimensions, int) and dimensions > 0):
-            message = f"MockLLMServer: embedding dimensions must be a positive int, got {dimensions!r}"
+            message = f"MockLLMServer: dimensions must be a positive int, got {dimensions!r}"
             await _send_error(response, dialect, 400, message)
             return
         as_base64 = body.get("encoding_format") == "base64"  # the openai SDK's default
@@ -604,7 +608,8 @@ class _AnthropicMessages:
                      {"type": "content_block_delta", "index": index, "delta": delta})
                 for delta in deltas
             ]
-            events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+            stop = {"type": "content_block_stop", "index": index}
+            events.append(_sse("content_block_stop", stop))
         events.append(_sse("message_delta", {
             "type": "message_delta",
             "delta": {"stop_reason": self._stop_reason(turn), "stop_sequence": None},

@@ -22,6 +22,8 @@ CHAT = "/chat/completions"
 MESSAGES = "/messages"
 EMBEDDINGS = "/embeddings"
 USER_TURN = {"messages": [{"role": "user", "content": "hi"}]}
+# Plain http: skip loading the CA bundle, which costs ~50 ms per client.
+NO_TLS = {"verify": False}
 
 
 @pytest.fixture
@@ -32,7 +34,7 @@ def server() -> Iterator[MockLLMServer]:
 
 @pytest.fixture
 def client(server: MockLLMServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, timeout=5) as http_client:
+    with httpx.Client(base_url=server.base_url, timeout=5, **NO_TLS) as http_client:
         yield http_client
 
 
@@ -606,13 +608,13 @@ def test_vllm_model_info_reports_max_model_len(server, client):
     server.model_info(context_window=8192, style="vllm")
 
     assert client.get("/models").json()["data"][0]["max_model_len"] == 8192
-    assert httpx.get(f"{server.url}/props").status_code == 404
+    assert client.get(f"{server.url}/props").status_code == 404
 
 
 def test_llamacpp_model_info_reports_n_ctx_in_props(server, client):
     server.model_info(context_window=4096, style="llamacpp")
 
-    body = httpx.get(f"{server.url}/props").json()
+    body = client.get(f"{server.url}/props").json()
 
     assert body == {"default_generation_settings": {"n_ctx": 4096}}
 
@@ -649,7 +651,9 @@ def test_200_concurrent_requests_are_all_answered(server):
 
     async def ask_all() -> list[str]:
         limits = httpx.Limits(max_connections=200)
-        async with httpx.AsyncClient(base_url=server.base_url, limits=limits, timeout=10) as http:
+        async with httpx.AsyncClient(
+            base_url=server.base_url, limits=limits, timeout=10, **NO_TLS
+        ) as http:
             responses = await asyncio.gather(*(
                 http.post(CHAT, json={"messages": [{"role": "user", "content": str(number)}]})
                 for number in range(200)
@@ -664,7 +668,7 @@ def test_async_with_serves_from_inside_a_running_loop():
     async def use_server() -> str:
         async with MockLLMServer() as server:
             server.add(Reply(text="async"))
-            async with httpx.AsyncClient(base_url=server.base_url) as http:
+            async with httpx.AsyncClient(base_url=server.base_url, **NO_TLS) as http:
                 response = await http.post(CHAT, json=USER_TURN)
         return response.json()["choices"][0]["message"]["content"]
 
@@ -675,7 +679,7 @@ def test_stop_leaves_no_thread_running_and_frees_the_port():
     threads_before = set(threading.enumerate())
     server = MockLLMServer().start()
     url = server.url
-    with httpx.Client() as http:
+    with httpx.Client(**NO_TLS) as http:
         http.get(f"{url}/v1/models")  # leaves a keep-alive connection open
         server.stop()
 
