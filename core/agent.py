@@ -133,6 +133,7 @@ class Agent:
             source = "arguments"
         self.hooks = Hooks(activate(plugins, source=source))
         self.tools: dict[str, Tool] = {}
+        self._tool_specs: tuple[ToolSpec, ...] = ()
         for item in [*tools, *self.hooks.register_tools(self)]:
             self.add_tool(item)
         self._messages: list[Message] = []
@@ -170,7 +171,7 @@ class Agent:
         if new.name in self.tools:
             raise ConfigError(f"two tools are named {new.name!r}; tool names must be unique in one agent")
         self.tools[new.name] = new
-        self._tool_specs: tuple[ToolSpec, ...] = tuple(t.spec for t in self.tools.values())
+        self._tool_specs = tuple(t.spec for t in self.tools.values())
         return new
 
     @property

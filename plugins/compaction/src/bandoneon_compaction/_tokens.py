@@ -1,0 +1,66 @@
+"""Token counting: how big a request is, estimated well enough to decide when to compact.
+
+The default is the track's rule of thumb, four characters per token. A real tokenizer plugs in
+as any ``count_tokens(text) -> int`` callable, or as a ``"module:function"`` import path (what
+``bandoneon.toml`` can hold).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import bandoneon
+
+__all__ = ["MESSAGE_OVERHEAD", "TokenCount", "estimate_tokens", "fixed_tokens", "message_tokens", "resolve_counter"]
+
+TokenCount = Callable[[str], int]
+
+#: Tokens a message costs beyond its text (role, separators), as chat templates spend them.
+MESSAGE_OVERHEAD = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token, rounded up: the default counter."""
+    return -(-len(text) // 4)
+
+
+def resolve_counter(option: Any) -> TokenCount:
+    """The counter an option names: None (the default), a callable, or ``"module:function"``."""
+    if option is None:
+        return estimate_tokens
+    if callable(option):
+        return option
+    if isinstance(option, str) and ":" in option:
+        module_name, _, attribute = option.partition(":")
+        try:
+            found = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise bandoneon.ConfigError(f"compaction: count_tokens={option!r} cannot be imported: {exc}") from None
+        if not callable(found):
+            raise bandoneon.ConfigError(f"compaction: count_tokens={option!r} is not callable")
+        return found
+    raise bandoneon.ConfigError(
+        f"compaction: count_tokens must be a callable count_tokens(text) -> int or a 'module:function' path, got {option!r}"
+    )
+
+
+def message_tokens(message: bandoneon.Message, count: TokenCount) -> int:
+    """What one message costs: its text, its tool calls, its reasoning, and a fixed overhead."""
+    tokens = MESSAGE_OVERHEAD + (count(message.content) if message.content else 0)
+    for call in message.tool_calls:
+        tokens += count(call.name) + count(call.arguments) + MESSAGE_OVERHEAD
+    for block in message.thinking:
+        tokens += count(block.text)
+    return tokens
+
+
+def fixed_tokens(request: bandoneon.ModelRequest, count: TokenCount) -> int:
+    """What every request carries besides the history: the system prompt and the tool schemas."""
+    tokens = count(request.system_prompt) + MESSAGE_OVERHEAD if request.system_prompt else 0
+    for spec in request.tools:
+        schema = json.dumps(spec.parameters, separators=(",", ":"), sort_keys=True, default=str)
+        tokens += count(spec.name) + count(spec.description) + count(schema) + MESSAGE_OVERHEAD
+    return tokens

@@ -1,0 +1,75 @@
+"""Notes in the prompt: one Markdown file per scope, one line per note, read at each run start.
+
+A person can open the file, read what is stored about them and delete a line; the agent
+appends with ``remember``. Appends are one ``write`` of one line on a file opened for append,
+so a crash loses at most the note being written, never the ones before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from pathlib import Path
+
+from .store import check_scope
+
+__all__ = ["NotesFile"]
+
+_LINE = re.compile(r"^- (\d{4}-\d{2}-\d{2}): (.*)$")
+
+
+class NotesFile:
+    """The notes of one scope, in ``<folder>/<scope>.md``."""
+
+    def __init__(self, folder: str | os.PathLike[str], scope: str):
+        self.path = Path(folder) / f"{check_scope(scope)}.md"
+
+    def read(self) -> list[tuple[str, str]]:
+        """(date, text) of every note, oldest first. A missing file is no notes."""
+        try:
+            content = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        notes = []
+        for line in content.splitlines():
+            match = _LINE.match(line)
+            if match:
+                notes.append((match.group(1), match.group(2)))
+            elif line.strip() and not line.startswith("#"):
+                notes.append(("", line.strip().removeprefix("- ")))  # a line a person wrote by hand
+        return notes
+
+    def append(self, text: str) -> int:
+        """Add a note (newlines folded into spaces); returns how many notes there are now."""
+        line = " ".join(text.split())
+        if not line:
+            raise ValueError("a note cannot be empty")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record = f"- {time.strftime('%Y-%m-%d')}: {line}\n".encode()
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, record)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        return len(self.read())
+
+    def forget(self, number: int) -> str:
+        """Delete note ``number`` (1-based, as ``read`` lists them); rewritten atomically."""
+        notes = self.read()
+        if not 1 <= number <= len(notes):
+            raise IndexError(f"there is no note {number}; {self.path} holds {len(notes)}")
+        removed = notes.pop(number - 1)
+        text = "".join(f"- {date}: {note}\n" if date else f"- {note}\n" for date, note in notes)
+        temporary = self.path.with_suffix(".md.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, self.path)
+        return removed[1]
+
+    async def aread(self) -> list[tuple[str, str]]:
+        return await asyncio.to_thread(self.read)
+
+    async def aappend(self, text: str) -> int:
+        return await asyncio.to_thread(self.append, text)

@@ -1,0 +1,19 @@
+"""Shared fixtures of the core's tests (the testing kit's own fixtures come from its pytest plugin)."""
+
+from __future__ import annotations
+
+import pytest
+
+import bandoneon
+
+
+@pytest.fixture
+def bare_agent():
+    """An agent factory with no plugins and no context files: the core alone."""
+
+    def make(model, **kwargs):
+        kwargs.setdefault("plugins", [])
+        kwargs.setdefault("context_files", False)
+        return bandoneon.Agent(model, **kwargs)
+
+    return make

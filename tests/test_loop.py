@@ -1,0 +1,379 @@
+"""The loop's exits and guarantees, through the public API with an in-process model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import bandoneon
+from bandoneon import Message, NoAnswer, RunInProgress, tool
+from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
+
+
+@tool
+def get_forecast(city: str, date: str) -> str:
+    """Daily forecast for one city: rain chance and min/max temp. date is YYYY-MM-DD."""
+    return f"{city} {date}: rain 80%, 12-18C"
+
+
+def assert_history_valid(messages: list[Message]) -> None:
+    """Every tool call has exactly one result, right after its assistant message."""
+    pending: set[str] = set()
+    for message in messages:
+        if message.role == "assistant":
+            assert not pending, f"unanswered tool calls {pending}"
+            pending = {c.id for c in message.tool_calls}
+        elif message.role == "tool":
+            assert message.tool_call_id in pending
+            pending.discard(message.tool_call_id)
+    assert not pending, f"unanswered tool calls {pending}"
+
+
+def test_a_text_reply_ends_the_run_with_an_answer(bare_agent):
+    agent = bare_agent(ScriptedModel("Hello!"))
+    result = agent.run_sync("Hi")
+    assert (result.stop, result.ok, result.text, result.turns) == ("end_turn", True, "Hello!", 1)
+    assert result.unwrap() == "Hello!"
+
+
+def test_the_loop_runs_the_tool_and_feeds_the_result_back(bare_agent):
+    model = ScriptedModel(call("get_forecast", city="Buenos Aires", date="2026-09-26"), "Rain tomorrow.")
+    agent = bare_agent(model, tools=[get_forecast])
+    result = agent.run_sync("Will it rain tomorrow?")
+    assert result.text == "Rain tomorrow."
+    second_request = model.requests[1]
+    assert second_request.messages[-1].role == "tool"
+    assert "rain 80%" in second_request.messages[-1].content
+    assert [t.name for t in second_request.tools] == ["get_forecast"]
+
+
+def test_history_is_kept_across_runs_and_resent(bare_agent):
+    model = ScriptedModel("Got it.", "Buenos Aires.")
+    agent = bare_agent(model)
+    agent.run_sync("I'm in Buenos Aires.")
+    agent.run_sync("Where am I?")
+    assert [m.content for m in model.requests[1].messages] == ["I'm in Buenos Aires.", "Got it.", "Where am I?"]
+    assert len(agent.messages) == 4
+
+
+def test_fork_copies_the_history_and_then_diverges(bare_agent):
+    agent = bare_agent(ScriptedModel("one", "two"))
+    agent.run_sync("first")
+    other = agent.fork()
+    assert other.messages == agent.messages
+    other.provider = agent.provider  # share the script for the test
+    agent.run_sync("second")
+    assert len(agent.messages) == 4 and len(other.messages) == 2
+
+
+def test_max_turns_is_a_stated_failure_and_keeps_the_work(bare_agent):
+    model = FunctionModel(lambda request: call("get_forecast", city="X", date="2026-01-01"))
+    agent = bare_agent(model, tools=[get_forecast], max_turns=3)
+    ends = []
+    agent.on("run_end", ends.append)
+    result = agent.run_sync("loop forever")
+    assert (result.stop, result.ok, result.text, result.turns) == ("max_turns", False, None, 3)
+    assert ends[0].reason == "max_turns"
+    assert sum(1 for m in result.messages if m.role == "tool") == 3
+    assert_history_valid(agent.messages)
+    with pytest.raises(NoAnswer, match="max_turns"):
+        result.unwrap()
+
+
+async def test_a_second_concurrent_run_is_refused(bare_agent):
+    gate = asyncio.Event()
+
+    async def slow(request):
+        await gate.wait()
+        return "done"
+
+    agent = bare_agent(FunctionModel(slow))
+    first = asyncio.create_task(agent.run("one"))
+    await asyncio.sleep(0)
+    with pytest.raises(RunInProgress):
+        await agent.run("two")
+    gate.set()
+    assert (await first).text == "done"
+
+
+async def test_tools_of_one_message_run_concurrently_and_answer_in_call_order(bare_agent):
+    both_started = asyncio.Event()
+    started: list[str] = []
+
+    @tool
+    async def wait_for_partner(name: str) -> str:
+        """Wait until both calls are running at the same time."""
+        started.append(name)
+        if len(started) == 2:
+            both_started.set()
+        await asyncio.wait_for(both_started.wait(), 2)
+        return f"{name} done"
+
+    model = ScriptedModel([call("wait_for_partner", name="a"), call("wait_for_partner", name="b")], "ok")
+    agent = bare_agent(model, tools=[wait_for_partner])
+    result = await agent.run("go")
+    assert result.ok
+    tool_messages = [m.content for m in agent.messages if m.role == "tool"]
+    assert tool_messages == ["a done", "b done"]
+
+
+async def test_max_tool_concurrency_bounds_the_parallel_calls(bare_agent):
+    running = 0
+    peak = 0
+
+    @tool
+    async def work(n: int) -> str:
+        """Pretend to work."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        running -= 1
+        return str(n)
+
+    model = ScriptedModel([call("work", n=i) for i in range(5)], "ok")
+    agent = bare_agent(model, tools=[work], max_tool_concurrency=2)
+    await agent.run("go")
+    assert peak == 2
+
+
+def test_tool_calls_run_even_when_the_server_says_stop(bare_agent):
+    model = ScriptedModel(reply("", call("get_forecast", city="A", date="2026-01-01"), finish_reason="stop"), "fine")
+    agent = bare_agent(model, tools=[get_forecast])
+    result = agent.run_sync("go")
+    assert result.text == "fine"
+    assert "rain 80%" in model.requests[1].messages[-1].content
+
+
+def test_a_call_cut_off_by_length_is_not_run_and_the_model_is_told(bare_agent):
+    ran = []
+
+    @tool
+    def book(seat: str) -> str:
+        """Book a seat."""
+        ran.append(seat)
+        return "booked"
+
+    model = ScriptedModel(reply("", call("book", '{"seat": "1'), finish_reason="length"), "sorry")
+    agent = bare_agent(model, tools=[book])
+    agent.run_sync("book")
+    assert ran == []
+    told = model.requests[1].messages[-1]
+    assert told.is_error and "cut off" in told.content
+    assert_history_valid(agent.messages)
+
+
+async def test_cancel_stops_the_run_and_the_running_tool(bare_agent):
+    tool_started = asyncio.Event()
+    tool_cancelled = asyncio.Event()
+
+    @tool
+    async def dig(depth: int) -> str:
+        """Dig a hole."""
+        tool_started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            tool_cancelled.set()
+            raise
+        return "deep"
+
+    agent = bare_agent(ScriptedModel(call("dig", depth=3), "after", "next run works"), tools=[dig])
+    task = asyncio.create_task(agent.run("dig"))
+    await tool_started.wait()
+    agent.cancel()
+    result = await task
+    assert result.stop == "cancelled" and not result.ok
+    assert tool_cancelled.is_set()
+    assert_history_valid(agent.messages)
+    assert (await agent.run("again")).text == "after"
+
+
+async def test_asyncio_cancellation_propagates_and_leaves_the_history_valid(bare_agent):
+    started = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Never returns."""
+        started.set()
+        await asyncio.sleep(30)
+        return ""
+
+    agent = bare_agent(ScriptedModel(call("wait_forever"), "ok"), tools=[wait_forever])
+    task = asyncio.create_task(agent.run("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert_history_valid(agent.messages)
+    assert (await agent.run("again")).text == "ok"
+
+
+async def test_run_timeout_ends_the_run_as_a_timeout(bare_agent):
+    async def never(request):
+        await asyncio.sleep(30)
+
+    agent = bare_agent(FunctionModel(never), run_timeout=0.05)
+    result = await agent.run("hello")
+    assert result.stop == "timeout" and "run_timeout" in result.detail
+
+
+async def test_turn_timeout_cuts_a_model_call_that_never_ends(bare_agent):
+    async def never(request):
+        await asyncio.sleep(30)
+
+    agent = bare_agent(FunctionModel(never), turn_timeout=0.05)
+    result = await agent.run("hello")
+    assert result.stop == "timeout" and "turn_timeout" in result.detail
+
+
+async def test_a_tool_that_hangs_is_stopped_by_tool_timeout(bare_agent):
+    @tool
+    async def hang() -> str:
+        """Hangs."""
+        await asyncio.sleep(30)
+        return ""
+
+    model = ScriptedModel(call("hang"), "gave up")
+    agent = bare_agent(model, tools=[hang], tool_timeout=0.05)
+    result = await agent.run("go")
+    told = model.requests[1].messages[-1]
+    assert told.is_error and "longer than 0.05 seconds" in told.content
+    assert result.text == "gave up"
+
+
+def test_a_sync_tool_that_hangs_is_abandoned_after_tool_timeout(bare_agent):
+    import threading
+
+    release = threading.Event()
+
+    @tool
+    def block() -> str:
+        """Blocks its thread."""
+        release.wait(5)
+        return "late"
+
+    model = ScriptedModel(call("block"), "ok")
+    agent = bare_agent(model, tools=[block], tool_timeout=0.05)
+    agent.run_sync("go")
+    release.set()
+    assert "longer than" in model.requests[1].messages[-1].content
+
+
+def test_a_hook_that_raises_fails_the_run_naming_the_plugin_and_the_history_stays_valid(bare_agent):
+    class Broken:
+        name = "broken-plugin"
+
+        @bandoneon.hookimpl
+        def after_tool_execution(self, result):
+            raise RuntimeError("boom")
+
+    model = ScriptedModel(call("get_forecast", city="A", date="2026-01-01"), "next run works")
+    agent = bare_agent(model, tools=[get_forecast], plugins=[Broken()])
+    with pytest.raises(bandoneon.PluginError, match="broken-plugin.*after_tool_execution.*boom"):
+        agent.run_sync("go")
+    assert_history_valid(agent.messages)
+
+
+def test_a_broken_event_listener_is_isolated(bare_agent, caplog):
+    agent = bare_agent(ScriptedModel("fine"))
+    agent.on("turn_start", lambda event: 1 / 0)
+    assert agent.run_sync("hi").text == "fine"
+    assert "listener" in caplog.text
+
+
+def test_on_rejects_an_unknown_event_name(bare_agent):
+    agent = bare_agent(ScriptedModel())
+    with pytest.raises(ValueError, match="unknown event 'tool_finish'"):
+        agent.on("tool_finish", print)
+
+
+def test_events_follow_the_loop_in_order(bare_agent):
+    agent = bare_agent(ScriptedModel(call("get_forecast", city="A", date="2026-01-01"), "done"), tools=[get_forecast])
+    names: list[str] = []
+    agent.on("*", lambda event: names.append(event.name))
+    agent.run_sync("go")
+    assert names == [
+        "run_start",
+        "turn_start", "provider_request", "tool_call_delta", "assistant_message", "tool_start", "tool_end", "turn_end",
+        "turn_start", "provider_request", "text_delta", "assistant_message", "turn_end",
+        "run_end",
+    ]
+
+
+def test_refused_calls_get_tool_refused_and_no_tool_start(bare_agent):
+    class Policy:
+        @bandoneon.hookimpl
+        def before_tool_execution(self, call):
+            return bandoneon.Refuse("Blocked by policy: book tourist instead.")
+
+    agent = bare_agent(ScriptedModel(call("get_forecast", city="A", date="2026-01-01"), "ok"), tools=[get_forecast], plugins=[Policy()])
+    names: list[str] = []
+    agent.on("*", lambda event: names.append(event.name))
+    agent.run_sync("go")
+    assert "tool_refused" in names and "tool_start" not in names and "tool_end" not in names
+    assert agent.messages[2].content == "Blocked by policy: book tourist instead." and agent.messages[2].is_error
+
+
+async def test_stream_yields_text_deltas_then_run_end(bare_agent):
+    agent = bare_agent(ScriptedModel("It will rain tomorrow."))
+    deltas: list[str] = []
+    last = None
+    async for event in agent.stream("rain?"):
+        if event.name == "text_delta":
+            deltas.append(event.text)
+        last = event
+    assert "".join(deltas) == "It will rain tomorrow." and len(deltas) > 1
+    assert last.name == "run_end" and last.reason == "end_turn"
+
+
+def test_context_files_are_appended_and_reread_on_each_run(bare_agent, tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Always answer in Spanish.")
+    model = ScriptedModel("uno", "dos")
+    agent = bare_agent(model, system_prompt="You are Nimbus.", context_files=True, cwd=tmp_path)
+    agent.run_sync("one")
+    (tmp_path / "AGENTS.md").write_text("Always answer in French, now.")
+    agent.run_sync("two")
+    assert "Spanish" in model.requests[0].system_prompt and model.requests[0].system_prompt.startswith("You are Nimbus.")
+    assert "French, now" in model.requests[1].system_prompt
+
+
+def test_context_files_can_be_switched_off(bare_agent, tmp_path):
+    (tmp_path / "AGENTS.md").write_text("secret rules")
+    model = ScriptedModel("ok")
+    bare_agent(model, context_files=False, cwd=tmp_path).run_sync("hi")
+    assert "secret rules" not in model.requests[0].system_prompt
+
+
+def test_append_system_prompt_follows_the_system_prompt(bare_agent):
+    model = ScriptedModel("ok")
+    bare_agent(model, system_prompt="A.", append_system_prompt="B.").run_sync("hi")
+    assert model.requests[0].system_prompt == "A.\n\nB."
+
+
+def test_bad_limits_are_configuration_errors(bare_agent):
+    with pytest.raises(bandoneon.ConfigError, match="max_turns"):
+        bare_agent(ScriptedModel(), max_turns=0)
+    with pytest.raises(bandoneon.ConfigError, match="tool_timeout"):
+        bare_agent(ScriptedModel(), tool_timeout=-1)
+
+
+def test_usage_adds_up_over_turns_and_runs(bare_agent):
+    usage = bandoneon.Usage(input_tokens=10, output_tokens=2, cached_input_tokens=4, requests=1)
+    model = ScriptedModel(reply("", call("get_forecast", city="A", date="2026-01-01"), usage=usage), reply("ok", usage=usage))
+    agent = bare_agent(model, tools=[get_forecast])
+    result = agent.run_sync("go")
+    assert result.usage.input_tokens == 20 and result.usage.cached_input_tokens == 8 and result.usage.requests == 2
+    assert agent.usage == result.usage
+
+
+def test_run_sync_refuses_to_run_inside_an_event_loop(bare_agent):
+    agent = bare_agent(ScriptedModel("x"))
+
+    async def inside():
+        agent.run_sync("hi")
+
+    with pytest.raises(RuntimeError, match="await agent.run"):
+        asyncio.run(inside())
