@@ -90,6 +90,7 @@ def _schema(tp: Any) -> dict[str, Any]:
             schema["additionalProperties"] = json_schema(args[1])
         return schema
     if attrs.has(tp):
+        attrs.resolve_types(tp)  # string annotations (from __future__ import annotations)
         return object_schema(
             {f.name: (f.type, f.default is attrs.NOTHING) for f in attrs.fields(tp)},
             descriptions=parse_docstring(tp.__doc__)[1],

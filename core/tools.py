@@ -20,7 +20,7 @@ import attrs
 from .context import RunContext
 from .errors import ToolError
 from .messages import ToolSpec
-from .schema import object_schema, parse_docstring, unwrap_annotated
+from .schema import is_optional, object_schema, parse_docstring, unwrap_annotated
 from .structuring import StructureError, describe_value, structure, unstructure
 
 __all__ = ["CAPABILITIES", "ArgumentsError", "Tool", "tool"]
@@ -172,7 +172,7 @@ def make_tool(
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {function.__name__}: *args and **kwargs cannot be described to a model")
         annotation = hints.get(param.name, Any)
-        if unwrap_annotated(annotation)[0] is RunContext:
+        if _is_run_context(annotation):
             context_parameter = param.name
             continue
         required = param.default is inspect.Parameter.empty
@@ -198,6 +198,11 @@ def make_tool(
         context_parameter=context_parameter,
         is_async=inspect.iscoroutinefunction(function),
     )
+
+
+def _is_run_context(annotation: Any) -> bool:
+    base = unwrap_annotated(annotation)[0]
+    return base is RunContext or (is_optional(base) and RunContext in typing.get_args(base))
 
 
 def _fields_hint(parameters: Mapping[str, Any]) -> str:

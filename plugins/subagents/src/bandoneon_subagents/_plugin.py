@@ -1,0 +1,60 @@
+"""The ``subagents`` plugin: subagents declared in options (``[plugins.subagents.agents.NAME]``).
+
+In code, ``subagent(...)`` is all you need; the plugin is for agents configured from
+``bandoneon.toml``, where tools are named as ``"package.module:function"``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+import bandoneon
+
+from ._imports import import_object
+from ._tool import DEFAULT_MAX_DEPTH, subagent
+
+__all__ = ["SubagentSpec", "Subagents"]
+
+
+@attrs.frozen
+class SubagentSpec:
+    """One subagent as a configuration file describes it (see ``subagent`` for each field)."""
+
+    description: str
+    system_prompt: str = ""
+    model: str | None = None
+    tools: list[str] = attrs.field(factory=list)
+    plugins: list[str] | None = None
+    max_turns: int = 10
+    max_depth: int = DEFAULT_MAX_DEPTH
+    run_timeout: float | None = None
+
+
+@attrs.define
+class Subagents(bandoneon.Plugin):
+    """Adds one subagent tool per entry of ``agents`` to the agent."""
+
+    name: ClassVar[str] = "subagents"
+    agents: dict[str, SubagentSpec] = attrs.field(factory=dict)
+
+    @bandoneon.hookimpl
+    def register_tools(self, agent: bandoneon.Agent) -> list[bandoneon.Tool]:
+        made = []
+        for agent_name, spec in self.agents.items():
+            tools = [import_object(path, what=f"subagent {agent_name!r}: tool") for path in spec.tools]
+            made.append(
+                subagent(
+                    agent_name,
+                    spec.description,
+                    model=spec.model,
+                    system_prompt=spec.system_prompt,
+                    tools=tools,
+                    max_turns=spec.max_turns,
+                    plugins=spec.plugins,
+                    max_depth=spec.max_depth,
+                    run_timeout=spec.run_timeout,
+                )
+            )
+        return made

@@ -1,0 +1,93 @@
+"""Where finished traces go: memory (for tests and notebooks) and a JSONL file.
+
+An exporter is anything with ``export(spans)``; ``shutdown()`` is optional. Exporters get
+one whole trace per call, when its root run ends. An exporter that raises is logged and
+skipped: a broken trace store never breaks the agent.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .spans import Span
+
+__all__ = ["Exporter", "InMemoryExporter", "JsonlExporter", "read_jsonl"]
+
+
+@runtime_checkable
+class Exporter(Protocol):
+    def export(self, spans: Sequence[Span]) -> None: ...
+
+
+class InMemoryExporter:
+    """Keeps the last ``max_traces`` traces. ``spans`` is every kept span, oldest first."""
+
+    def __init__(self, max_traces: int = 100):
+        self.traces: collections.deque[list[Span]] = collections.deque(maxlen=max_traces)
+
+    def export(self, spans: Sequence[Span]) -> None:
+        self.traces.append(list(spans))
+
+    @property
+    def spans(self) -> list[Span]:
+        return [span for trace in self.traces for span in trace]
+
+    @property
+    def last(self) -> list[Span]:
+        """The spans of the most recent trace (empty when there is none)."""
+        return list(self.traces[-1]) if self.traces else []
+
+    def clear(self) -> None:
+        self.traces.clear()
+
+
+class JsonlExporter:
+    """Appends one JSON line per span to ``path``.
+
+    A whole trace is written with one ``write`` on an ``O_APPEND`` descriptor under an
+    exclusive ``flock``, so traces from concurrent agents or processes never interleave and
+    a crash leaves whole lines behind (at worst, a missing trace, never half a line of one).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def export(self, spans: Sequence[Span]) -> None:
+        data = "".join(json.dumps(span.to_json(), ensure_ascii=False, default=str) + "\n" for span in spans).encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        finally:
+            os.close(fd)
+
+
+class TraceFileError(ValueError):
+    """A trace file line is not a span; the message names the file and the line."""
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[Span]:
+    """Every span of a JSONL trace file. Raises ``TraceFileError`` naming the bad line."""
+    spans: list[Span] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                data: Any = json.loads(line)
+                spans.append(Span.from_json(data))
+            except json.JSONDecodeError as exc:
+                raise TraceFileError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise TraceFileError(f"{path}:{number}: not a span ({type(exc).__name__}: {exc})") from None
+    return spans

@@ -1,0 +1,49 @@
+"""Redaction of what spans carry: traces hold users' data (prompts, tool inputs and outputs).
+
+Two sources of rules, applied in order: the guard plugin's, when a plugin named ``guard`` is
+active in the agent and has a ``redact(text) -> str`` method (duck typing: tracing does not
+import the guard, so each installs alone), then tracing's own ``redact`` regexes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import bandoneon
+
+__all__ = ["Redactor"]
+
+MASK = "[REDACTED]"
+
+
+class Redactor:
+    def __init__(self, patterns: Iterable[str] = (), *, guard: Callable[[str], str] | None = None):
+        self.rules: list[re.Pattern[str]] = []
+        for pattern in patterns:
+            try:
+                self.rules.append(re.compile(pattern))
+            except re.error as exc:
+                raise bandoneon.ConfigError(f"tracing: redact pattern {pattern!r} is not a valid regex: {exc}") from None
+        self.guard = guard
+
+    def text(self, value: str) -> str:
+        if self.guard is not None:
+            value = self.guard(value)
+        for rule in self.rules:
+            value = rule.sub(MASK, value)
+        return value
+
+    def value(self, value: Any) -> Any:
+        """Redact strings, recursively inside lists and dicts; other values pass unchanged."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {key: self.value(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(item) for item in value]
+        return value
+
+    def __bool__(self) -> bool:
+        return bool(self.rules) or self.guard is not None

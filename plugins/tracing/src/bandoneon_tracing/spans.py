@@ -1,0 +1,91 @@
+"""Spans: one piece of work in a run, with its times, status and attributes.
+
+Spans are plain mutable records while the run is going (a model call learns its token
+counts only at ``turn_end``, after it ended) and are handed to exporters once the root run
+is over, so every exporter sees finished spans. Their JSON form is the JSONL file format
+that ``bandoneon trace show`` reads back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+__all__ = ["Span", "SpanEvent", "new_id"]
+
+Kind = Literal["run", "turn", "model", "tool"]
+
+
+def new_id(size: int = 8) -> str:
+    """A random hex id: 8 bytes for spans, 16 for traces (the OpenTelemetry sizes)."""
+    return os.urandom(size).hex()
+
+
+@attrs.define
+class SpanEvent:
+    """Something that happened at an instant inside a span (a retry, a refusal)."""
+
+    name: str
+    time: float
+    attributes: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.define
+class Span:
+    """One span. Times are seconds since the epoch; ``end`` is None while it is open."""
+
+    name: str
+    kind: Kind
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    start: float
+    end: float | None = None
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    attributes: dict[str, Any] = attrs.field(factory=dict)
+    events: list[SpanEvent] = attrs.field(factory=list)
+
+    @property
+    def duration(self) -> float:
+        return (self.end if self.end is not None else self.start) - self.start
+
+    def fail(self, message: str) -> None:
+        self.status = "error"
+        self.error = message
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+            "parent_id": self.parent_id,
+            "start": self.start,
+            "end": self.end,
+            "duration": self.duration,
+            "status": self.status,
+            "error": self.error,
+            "attributes": self.attributes,
+            "events": [{"name": e.name, "time": e.time, "attributes": e.attributes} for e in self.events],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Span:
+        """A span from its JSON form; ``KeyError``/``TypeError`` when a field is missing or wrong."""
+        return cls(
+            name=str(data["name"]),
+            kind=data["kind"],
+            trace_id=str(data["trace_id"]),
+            span_id=str(data["span_id"]),
+            parent_id=data.get("parent_id"),
+            start=float(data["start"]),
+            end=None if data.get("end") is None else float(data["end"]),
+            status=data.get("status", "ok"),
+            error=data.get("error"),
+            attributes=dict(data.get("attributes") or {}),
+            events=[SpanEvent(e["name"], float(e["time"]), dict(e.get("attributes") or {})) for e in data.get("events") or ()],
+        )
