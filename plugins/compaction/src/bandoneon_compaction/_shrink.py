@@ -1,0 +1,180 @@
+"""The compaction algorithm, without the model: truncate, then drop, oldest first.
+
+Pure and linear in the number of messages: every message is sized once, each step walks the
+history once and keeps a running total, and the loop stops as soon as the request fits.
+The model-written summary (``_summary``) is layered on top by the plugin.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import attrs
+
+import bandoneon
+
+from ._shape import analyse
+from ._tokens import TokenCount, estimate_tokens, message_tokens
+
+__all__ = ["Shrunk", "is_note", "shrink_history"]
+
+_TRUNCATED = "[Truncated to save context: "
+_CUT = "[Cut to fit the context window: "
+
+
+def is_note(content: str) -> bool:
+    """Whether a tool result is already one of our notes (so it is never shortened twice)."""
+    return content.startswith(_TRUNCATED) or content.startswith(_CUT)
+
+
+@attrs.frozen
+class Shrunk:
+    """What ``shrink_history`` did.
+
+    ``messages`` is the new history (the input itself when nothing changed). ``tokens_*``
+    include the fixed part (system prompt, tool schemas). ``dropped`` are the messages taken
+    out, oldest first, and ``summary_at`` where a summary of them belongs (right after the
+    first request); a summary is the plugin's business. ``fits`` tells whether it is now
+    under the limit; ``orphan_results`` counts tool results with no call (a broken history).
+    """
+
+    messages: tuple[bandoneon.Message, ...]
+    tokens_before: int
+    tokens_after: int
+    removed: tuple[str, ...] = ()
+    dropped: tuple[bandoneon.Message, ...] = ()
+    summary_at: int = 0
+    fits: bool = True
+    orphan_results: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed)
+
+
+def shrink_history(
+    messages: Sequence[bandoneon.Message],
+    *,
+    limit: int,
+    fixed_tokens: int = 0,
+    keep_recent_turns: int = 2,
+    keeps_result: Callable[[str | None], bool] = lambda name: False,
+    count_tokens: TokenCount = estimate_tokens,
+    preview_chars: int = 150,
+    summary_room: int = 0,
+) -> Shrunk:
+    """Shrink ``messages`` until ``fixed_tokens`` + their size is at most ``limit`` tokens.
+
+    Order, oldest first, stopping as soon as it fits: (1) old tool results become a one-line
+    note with a preview; (2) old exchanges are dropped whole (leaving ``summary_room`` tokens
+    for a summary); (3) only if the request still cannot fit, the largest tool results of the
+    protected tail are cut to a note too: sending them would fail at the provider anyway.
+
+    Never touched: the first user request; groups holding a result of a tool for which
+    ``keeps_result(name)`` is true (not re-runnable: neither cut nor dropped); and, unless
+    step 3 is the only way left, the last ``keep_recent_turns`` requests and all after them.
+    A tool call and its results stay together or go together.
+    """
+    items = list(messages)
+    sizes = [message_tokens(m, count_tokens) for m in items]
+    total = fixed_tokens + sum(sizes)
+    before = total
+    if total <= limit:
+        return Shrunk(tuple(messages), before, before)
+    shape = analyse(items, keep_recent_turns)
+    removed: list[str] = []
+
+    def shortenable(index: int) -> bool:
+        message = items[index]
+        return message.role == "tool" and not keeps_result(message.name) and not is_note(message.content)
+
+    def shorten(index: int, prefix: str, advice: str) -> int:
+        """Replace result ``index`` by a note when that saves tokens; return the tokens saved."""
+        message = items[index]
+        preview = " ".join(message.content[:preview_chars].split())
+        ellipsis = "..." if len(message.content) > preview_chars else ""
+        name = message.name or "the tool"
+        note = f"{prefix}the result of {name} was {len(message.content):,} characters. Preview: {preview}{ellipsis}] {advice.format(name=name)}"
+        shorter = attrs.evolve(message, content=note)
+        size = message_tokens(shorter, count_tokens)
+        if size >= sizes[index]:
+            return 0
+        saved = sizes[index] - size
+        items[index], sizes[index] = shorter, size
+        return saved
+
+    # (1) Old tool results, oldest first: the heaviest part, and the tool can run again.
+    cut_names: Counter[str] = Counter()
+    saved_total = 0
+    for index in range(shape.keep_from):
+        if total <= limit:
+            break
+        if shortenable(index):
+            saved = shorten(index, _TRUNCATED, "Call {name} again if you need the details.")
+            if saved:
+                total -= saved
+                saved_total += saved
+                cut_names[items[index].name or "?"] += 1
+    if cut_names:
+        removed.append(f"truncated {cut_names.total()} old tool result(s) ({_names(cut_names)}), {saved_total:,} tokens saved")
+
+    # (2) Old exchanges, oldest first, whole. The first request and pinned groups stay.
+    pinned = {shape.first_request} if shape.first_request is not None else set()
+    for index, message in enumerate(items[: shape.keep_from]):
+        if message.role == "tool" and keeps_result(message.name):
+            pinned.add(shape.group[index])
+    dropped = [False] * len(items)
+    exchanges = messages_dropped = saved_total = 0
+    target = limit - summary_room
+    for start, end in shape.exchanges:
+        if total <= target:
+            break
+        saved = 0
+        for index in range(start, end):
+            if shape.group[index] not in pinned:
+                dropped[index] = True
+                saved += sizes[index]
+                messages_dropped += 1
+        if saved:
+            total -= saved
+            saved_total += saved
+            exchanges += 1
+    if exchanges:
+        removed.append(f"dropped {exchanges} old exchange(s): {messages_dropped} message(s), {saved_total:,} tokens")
+
+    # (3) Last resort: a tail that cannot fit (one result bigger than the window) would be
+    # rejected by the provider on every turn. Cut its largest re-runnable results, and say so.
+    if total > limit:
+        cut_names = Counter()
+        saved_total = 0
+        tail = sorted((i for i in range(shape.keep_from, len(items)) if shortenable(i)), key=lambda i: -sizes[i])
+        for index in tail:
+            if total <= limit:
+                break
+            saved = shorten(index, _CUT, "It was more than the model can read at once: ask {name} for less if you need the details.")
+            if saved:
+                total -= saved
+                saved_total += saved
+                cut_names[items[index].name or "?"] += 1
+        if cut_names:
+            removed.append(f"cut {cut_names.total()} recent tool result(s) too big for the window ({_names(cut_names)}), {saved_total:,} tokens saved")
+
+    if not removed:
+        return Shrunk(tuple(messages), before, before, fits=False, orphan_results=shape.orphan_results)
+    kept = tuple(m for m, gone in zip(items, dropped, strict=True) if not gone)
+    summary_at = 0 if shape.first_request is None else sum(1 for gone in dropped[: shape.first_request] if not gone) + 1
+    return Shrunk(
+        messages=kept,
+        tokens_before=before,
+        tokens_after=total,
+        removed=tuple(removed),
+        dropped=tuple(m for m, gone in zip(items, dropped, strict=True) if gone),
+        summary_at=summary_at,
+        fits=total <= limit,
+        orphan_results=shape.orphan_results,
+    )
+
+
+def _names(counts: Counter[str]) -> str:
+    return ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in counts.most_common())

@@ -1,0 +1,170 @@
+"""The stop plugin: the exits of level 4 and the error counter of level 5, as hooks."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import attrs
+
+import bandoneon
+
+from ._budget import cost_over, run_cost, time_over, tokens_over
+from ._streak import ErrorStreak
+from ._wrap_up import wrap_up_message, wrap_up_request
+
+__all__ = ["DEFAULT_GIVE_UP_TEXT", "DEFAULT_WRAP_UP_TEXT", "LIMITS", "BudgetWarning", "StopRules"]
+
+DEFAULT_GIVE_UP_TEXT = (
+    "You may give up. If a few searches come back empty, or the task cannot be done with the "
+    "tools you have, stop calling tools and say plainly what you could not find or do, and why. "
+    "An honest 'I couldn't find it' is a good answer; guessing is not."
+)
+
+DEFAULT_WRAP_UP_TEXT = (
+    "Do not call any tools. Give your best answer now from what you have found so far. "
+    "Keep the ids, names and numbers you found, and say clearly what is still missing or unsure."
+)
+
+#: The limits a wrap-up can follow: ``StopRules(wrap_up_on=LIMITS)`` wraps up after any of them.
+LIMITS = ("max_turns", "budget", "timeout", "error_streak")
+
+_STATE = "stop"
+
+
+class BudgetWarning(UserWarning):
+    """A cost budget is set but the run's cost is unknown (no price from the provider or the options)."""
+
+
+@attrs.define
+class _RunState:
+    streak: ErrorStreak | None
+    last_request: bandoneon.ModelRequest | None = None
+    warned_unpriced: bool = False
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise bandoneon.ConfigError(f"stop: {name} must be a positive number, got {value!r} (leave it unset for no limit)")
+
+
+@attrs.define
+class StopRules(bandoneon.Plugin):
+    """Ends a run on a terminal tool, an error streak or a budget; can wrap up a limit.
+
+    Active by default once installed, so ``@tool(terminal=True)`` works out of the box; with
+    no options it only looks for terminal tools in each turn's results. Error streaks,
+    budgets, the wrap-up and the give-up instruction are opt-in.
+    """
+
+    name: ClassVar[str] = "stop"
+    is_default: ClassVar[bool] = True
+
+    stop_on: tuple[str, ...] = ()
+    max_errors_in_a_row: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    price_per_million_tokens: tuple[float, float] | None = None
+    max_seconds: float | None = None
+    wrap_up_on: tuple[str, ...] = ()
+    wrap_up_text: str = DEFAULT_WRAP_UP_TEXT
+    permission_to_give_up: bool = False
+    give_up_text: str = DEFAULT_GIVE_UP_TEXT
+
+    def __attrs_post_init__(self) -> None:
+        for option in ("max_errors_in_a_row", "max_tokens", "max_cost", "max_seconds"):
+            _positive(option, getattr(self, option))
+        if self.price_per_million_tokens is not None and any(p < 0 for p in self.price_per_million_tokens):
+            raise bandoneon.ConfigError(f"stop: price_per_million_tokens must not be negative, got {self.price_per_million_tokens!r}")
+        if not all(isinstance(name, str) and name for name in self.stop_on):
+            raise bandoneon.ConfigError(f"stop: stop_on must list tool names, got {self.stop_on!r}")
+        if not all(isinstance(reason, str) and reason for reason in self.wrap_up_on):
+            raise bandoneon.ConfigError(f"stop: wrap_up_on must list stop reasons such as {', '.join(LIMITS)}, got {self.wrap_up_on!r}")
+        if self.wrap_up_on and not self.wrap_up_text.strip():
+            raise bandoneon.ConfigError("stop: wrap_up_text is empty; the wrap-up call needs an instruction")
+
+    @property
+    def has_budget(self) -> bool:
+        return self.max_tokens is not None or self.max_cost is not None or self.max_seconds is not None
+
+    # ---------------------------------------------------------------- hooks
+
+    @bandoneon.hookimpl
+    def agent_created(self, agent: bandoneon.Agent) -> None:
+        """A ``stop_on`` name that is no tool would never stop anything: say so now."""
+        unknown = [name for name in self.stop_on if name not in agent.tools]
+        if unknown:
+            tools = ", ".join(sorted(agent.tools)) or "none"
+            raise bandoneon.ConfigError(f"stop: stop_on names {', '.join(map(repr, unknown))}, which the agent has no tool for; its tools: {tools}")
+
+    @bandoneon.hookimpl
+    def system_prompt_sections(self) -> str | None:
+        return self.give_up_text if self.permission_to_give_up else None
+
+    @bandoneon.hookimpl
+    def before_turn(self, run: bandoneon.RunContext) -> bandoneon.Stop | None:
+        """Budgets are checked before the next model call, so they end a run before spending."""
+        if not self.has_budget:
+            return None
+        return self._over_budget(run)
+
+    @bandoneon.hookimpl(trylast=True)
+    def before_provider_call(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest) -> None:
+        """Remember the final request (trylast: after every other change) for the wrap-up."""
+        if self.wrap_up_on:
+            self._state(run).last_request = request
+
+    @bandoneon.hookimpl
+    def should_stop(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> bandoneon.Stop | None:
+        for result in turn.tool_results:
+            if result.is_error or result.arguments is None:
+                continue
+            tool = run.tools.get(result.call.name)
+            if (tool is not None and tool.terminal) or result.call.name in self.stop_on:
+                return bandoneon.Stop("terminal_tool", f"{result.call.name} ran without error", answer=dict(result.arguments), is_answer=True)
+        if self.max_errors_in_a_row is not None:
+            streak = self._state(run).streak
+            assert streak is not None
+            streak.record(turn.tool_results)
+            if streak.is_over:
+                return streak.stop()
+        if self.has_budget:
+            return self._over_budget(run)
+        return None
+
+    @bandoneon.hookimpl
+    async def wrap_up(self, run: bandoneon.RunContext, stop: bandoneon.Stop) -> bandoneon.Message | None:
+        if stop.reason not in self.wrap_up_on:
+            return None
+        request = wrap_up_request(run, self._state(run).last_request, stop, self.wrap_up_text)
+        return await wrap_up_message(run, request)
+
+    # ---------------------------------------------------------------- helpers
+
+    def _state(self, run: bandoneon.RunContext) -> _RunState:
+        state: Any = run.state.get(_STATE)
+        if state is None:
+            streak = ErrorStreak(self.max_errors_in_a_row) if self.max_errors_in_a_row is not None else None
+            state = run.state[_STATE] = _RunState(streak)
+        return state
+
+    def _over_budget(self, run: bandoneon.RunContext) -> bandoneon.Stop | None:
+        usage = run.usage
+        if self.max_tokens is not None and (stop := tokens_over(usage, self.max_tokens)):
+            return stop
+        if self.max_cost is not None:
+            cost = run_cost(usage, self.price_per_million_tokens)
+            if cost is not None:
+                if stop := cost_over(cost, self.max_cost):
+                    return stop
+            elif usage.requests and not self._state(run).warned_unpriced:
+                self._state(run).warned_unpriced = True
+                warnings.warn(
+                    f"stop: max_cost={self.max_cost:g} cannot be enforced: the provider reports no price; "
+                    "set price_per_million_tokens=(input, output) on the stop plugin",
+                    BudgetWarning,
+                    stacklevel=2,
+                )
+        if self.max_seconds is not None:
+            return time_over(run.elapsed, self.max_seconds)
+        return None

@@ -1,0 +1,278 @@
+"""Plugin discovery through real entry points, activation, options, policy packs, hook semantics."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+import bandoneon
+from bandoneon import Refuse, hookimpl
+from bandoneon.testing import ScriptedModel, call
+
+PLUGIN_SOURCE = '''
+from typing import ClassVar
+import attrs
+import bandoneon
+
+@attrs.define
+class Shout:
+    name: ClassVar[str] = "shout"
+    is_default: ClassVar[bool] = {is_default}
+    is_policy_pack: ClassVar[bool] = {is_policy_pack}
+    word: str = "HEY"
+
+    @bandoneon.hookimpl
+    def system_prompt_sections(self, run):
+        return self.word
+'''
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A folder on sys.path where tests 'install' distributions (dist-info + module), for real."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    installed: list[str] = []
+
+    def install(dist: str, module: str, source: str, entry_points: dict[str, str]) -> None:
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        info = tmp_path / f"{dist.replace('-', '_')}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
+        (info / "entry_points.txt").write_text(f"[bandoneon]\n{lines}\n")
+        installed.extend(entry_points)
+        monkeypatch.setenv("BANDONEON_PLUGINS", ",".join(installed))
+        bandoneon.refresh_plugins()
+
+    yield install
+    for module in [m for m in sys.modules if m.startswith("fake_")]:
+        del sys.modules[module]
+    monkeypatch.delenv("BANDONEON_PLUGINS")
+    bandoneon.refresh_plugins()
+
+
+def shout(site, *, is_default=False, is_policy_pack=False, dist="bandoneon-shout"):
+    site(dist, "fake_shout", PLUGIN_SOURCE.format(is_default=is_default, is_policy_pack=is_policy_pack), {"shout": "fake_shout:Shout"})
+
+
+def test_installed_plugins_are_found_without_importing_them(site):
+    shout(site)
+    found = bandoneon.installed_plugins()
+    assert found["shout"].distribution == "bandoneon-shout" and found["shout"].version == "1.0"
+    assert "fake_shout" not in sys.modules
+
+
+def test_installed_is_not_active(site):
+    shout(site)
+    model = ScriptedModel("ok")
+    bandoneon.Agent(model, context_files=False).run_sync("hi")
+    assert "HEY" not in model.requests[0].system_prompt
+
+
+def test_a_plugin_is_activated_by_name_with_options(site):
+    shout(site)
+    model = ScriptedModel("ok")
+    agent = bandoneon.Agent(model, plugins={"shout": {"word": "HOLA"}}, context_files=False)
+    agent.run_sync("hi")
+    assert model.requests[0].system_prompt == "HOLA"
+    assert agent.plugin("shout").word == "HOLA"
+
+
+def test_each_agent_gets_its_own_plugin_instance(site):
+    shout(site)
+    one = bandoneon.Agent(ScriptedModel(), plugins=["shout"], context_files=False)
+    two = bandoneon.Agent(ScriptedModel(), plugins=["shout"], context_files=False)
+    assert one.plugin("shout") is not two.plugin("shout")
+
+
+def test_an_option_typo_is_an_error_naming_the_key_and_the_plugin(site):
+    shout(site)
+    with pytest.raises(bandoneon.ConfigError, match=r"plugin 'shout'.*Unknown field 'wrod'"):
+        bandoneon.Agent(ScriptedModel(), plugins={"shout": {"wrod": "x"}}, context_files=False)
+
+
+def test_an_unknown_plugin_name_lists_the_installed_ones(site):
+    shout(site)
+    with pytest.raises(bandoneon.ConfigError, match="no plugin named 'shuot'.*shout"):
+        bandoneon.Agent(ScriptedModel(), plugins=["shuot"], context_files=False)
+
+
+def test_a_plugin_that_fails_to_import_is_skipped_with_a_warning(site):
+    site("bandoneon-broken", "fake_broken", "raise ImportError('needs numpy 9')", {"broken": "fake_broken:Broken"})
+    shout(site, is_default=True)
+    with pytest.warns(bandoneon.PluginImportWarning, match="'broken'.*bandoneon-broken.*needs numpy 9"):
+        agent = bandoneon.Agent(ScriptedModel(), context_files=False)
+    assert [bandoneon.plugin_name(p) for p in agent.plugins] == ["shout"]
+
+
+def test_recommended_defaults_are_active_without_plugins_and_absent_with_an_empty_list(site):
+    shout(site, is_default=True)
+    assert [bandoneon.plugin_name(p) for p in bandoneon.Agent(ScriptedModel(), context_files=False).plugins] == ["shout"]
+    assert bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False).plugins == ()
+
+
+def test_a_policy_pack_is_active_in_every_agent_whatever_its_code_says(site):
+    shout(site, is_policy_pack=True)
+    model = ScriptedModel("ok")
+    bandoneon.Agent(model, plugins=[], context_files=False).run_sync("hi")
+    assert model.requests[0].system_prompt == "HEY"
+
+
+def test_operators_can_disable_a_plugin(site, monkeypatch):
+    shout(site, is_policy_pack=True)
+    monkeypatch.setenv("BANDONEON_DISABLED_PLUGINS", "shout")
+    bandoneon.refresh_plugins()
+    assert "shout" not in bandoneon.installed_plugins()
+    assert bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False).plugins == ()
+
+
+def test_plugins_come_from_bandoneon_toml_and_a_typo_names_the_file(site, tmp_path, monkeypatch):
+    shout(site)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bandoneon.toml").write_text('[plugins.shout]\nword = "TOML"\n')
+    model = ScriptedModel("ok")
+    bandoneon.Agent(model, context_files=False).run_sync("hi")
+    assert model.requests[0].system_prompt == "TOML"
+    (tmp_path / "bandoneon.toml").write_text('[plugins.shout]\nwrod = "TOML"\n')
+    with pytest.raises(bandoneon.ConfigError, match=r"bandoneon.toml.*'shout'.*wrod"):
+        bandoneon.Agent(ScriptedModel(), context_files=False)
+
+
+# ---------------------------------------------------------------- hook semantics
+
+
+def agent_with(*plugins, model=None, tools=()):
+    return bandoneon.Agent(model or ScriptedModel("ok"), plugins=list(plugins), tools=list(tools), context_files=False)
+
+
+@bandoneon.tool
+def book_ticket(seat_class: str) -> str:
+    """Book a train ticket."""
+    return f"booked {seat_class}"
+
+
+def test_async_hook_implementations_are_awaited():
+    class AsyncPolicy:
+        @hookimpl
+        async def before_tool_execution(self, arguments):
+            if arguments["seat_class"] == "first":
+                return Refuse("first class needs approval")
+
+    model = ScriptedModel(call("book_ticket", seat_class="first"), "ok")
+    agent_with(AsyncPolicy(), model=model, tools=[book_ticket]).run_sync("go")
+    assert model.requests[1].messages[-1].content == "first class needs approval"
+
+
+def test_first_answer_wins_and_later_implementations_are_not_called():
+    called: list[str] = []
+
+    class Late:
+        name = "late"
+
+        @hookimpl
+        def before_tool_execution(self):
+            called.append("late")
+
+    class Early:
+        name = "early"
+
+        @hookimpl(tryfirst=True)
+        def before_tool_execution(self):
+            called.append("early")
+            return Refuse("no")
+
+    model = ScriptedModel(call("book_ticket", seat_class="x"), "ok")
+    agent_with(Late(), Early(), model=model, tools=[book_ticket]).run_sync("go")
+    assert called == ["early"]
+
+
+def test_after_tool_execution_is_chained_in_order():
+    class Redact:
+        name = "redact"
+
+        @hookimpl(tryfirst=True)
+        def after_tool_execution(self, result):
+            return result.content.replace("first", "***")
+
+    class Mark:
+        name = "mark"
+
+        @hookimpl
+        def after_tool_execution(self, result):
+            return f"<untrusted>{result.content}</untrusted>"
+
+    model = ScriptedModel(call("book_ticket", seat_class="first"), "ok")
+    agent_with(Mark(), Redact(), model=model, tools=[book_ticket]).run_sync("go")
+    assert model.requests[1].messages[-1].content == "<untrusted>booked ***</untrusted>"
+
+
+def test_before_provider_call_changes_one_call_not_the_history():
+    class HideTools:
+        @hookimpl
+        def before_provider_call(self, request):
+            import attrs
+
+            return attrs.evolve(request, tools=(), system_prompt=request.system_prompt + " Today is 2026-09-25.")
+
+    model = ScriptedModel("ok")
+    agent = agent_with(HideTools(), model=model, tools=[book_ticket])
+    agent.run_sync("hi")
+    assert model.requests[0].tools == () and model.requests[0].system_prompt.endswith("2026-09-25.")
+    assert len(agent.messages) == 2
+
+
+def test_before_turn_can_stop_the_run_before_the_model_is_called():
+    class Closed:
+        @hookimpl
+        def before_turn(self, run):
+            return bandoneon.Stop("closed", "the shop is closed")
+
+    model = ScriptedModel()
+    result = agent_with(Closed(), model=model).run_sync("hi")
+    assert (result.stop, result.ok, result.detail, model.requests) == ("closed", False, "the shop is closed", [])
+
+
+def test_a_misspelled_hook_is_an_error_when_the_agent_is_built():
+    class Typo:
+        name = "typo"
+
+        @hookimpl
+        def before_tool_executoin(self, call):
+            return None
+
+    with pytest.raises(bandoneon.PluginError, match="before_tool_executoin"):
+        agent_with(Typo())
+
+
+def test_a_hook_with_an_unknown_argument_is_rejected_naming_the_plugin():
+    class Wrong:
+        name = "wrong"
+
+        @hookimpl
+        def before_turn(self, run, turn_number):
+            return None
+
+    with pytest.raises(bandoneon.PluginError, match="(?s)'wrong'.*turn_number"):
+        agent_with(Wrong())
+
+
+def test_the_same_plugin_twice_is_an_error():
+    class Once:
+        name = "once"
+
+    with pytest.raises(bandoneon.ConfigError, match="activated twice"):
+        agent_with(Once(), Once())
+
+
+def test_an_on_event_observer_that_raises_is_logged_not_fatal(caplog):
+    class Watcher:
+        name = "watcher"
+
+        @hookimpl
+        def on_event(self, event):
+            raise RuntimeError("dashboard down")
+
+    assert agent_with(Watcher()).run_sync("hi").text == "ok"
+    assert "dashboard down" in caplog.text
