@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = tools_commands.add_parser("check", help="review tools the way the model sees them")
     check.add_argument("target", help="MODULE or MODULE:ATTR (a tool, a list of tools, or an agent)")
     check.add_argument("--max-tools", type=int, default=20)
+    check.add_argument("--strict", action="store_true", help="treat warnings as errors")
     check.set_defaults(handler=_tools_check)
 
     from .plugins import registration_hooks
@@ -234,7 +235,7 @@ def _tools_check(args: argparse.Namespace) -> int:
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = len(findings) - errors
     print(f"{len(tools)} tools checked: {errors} errors, {warnings} warnings")
-    return 1 if errors else 0
+    return 1 if errors or (args.strict and warnings) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

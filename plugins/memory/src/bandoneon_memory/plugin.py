@@ -265,10 +265,9 @@ class Memory(bandoneon.Plugin):
     # ---------------------------------------------------------------- CLI
 
     @staticmethod
+    @bandoneon.hookimpl
     def register_commands(subparsers: Any) -> None:
+        """``bandoneon memory list|forget``."""
         from .cli import add_commands
 
         add_commands(subparsers)
-
-
-Memory.register_commands = bandoneon.hookimpl(Memory.register_commands)  # type: ignore[method-assign]

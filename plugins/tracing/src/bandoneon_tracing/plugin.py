@@ -1,0 +1,107 @@
+"""The ``tracing`` plugin: a trace per run, exported where you said, nowhere else."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import attrs
+
+import bandoneon
+
+from .builder import SpanBuilder
+from .exporters import InMemoryExporter, JsonlExporter
+from .pricing import PriceTable
+from .redaction import Redactor
+from .spans import Span
+
+__all__ = ["Tracing"]
+
+log = logging.getLogger("bandoneon.tracing")
+
+
+@attrs.define
+class Tracing(bandoneon.Plugin):
+    """Record every run as a tree of spans; keep the last traces in memory (``tracing.memory``)
+    and export them to ``jsonl``, to ``exporters`` and, when the ``OTEL_*`` variables ask for
+    it, to OpenTelemetry."""
+
+    name: ClassVar[str] = "tracing"
+
+    jsonl: str | None = None
+    otel: bool | None = None
+    redact: list[str] = attrs.field(factory=list)
+    prices: dict[str, dict[str, float]] = attrs.field(factory=dict)
+    capture_content: bool = True
+    keep_traces: int = 100
+    exporters: list[Any] = attrs.field(factory=list)
+
+    memory: InMemoryExporter = attrs.field(init=False)
+    _builder: SpanBuilder = attrs.field(init=False)
+    _sinks: list[Any] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.keep_traces < 0:
+            raise bandoneon.ConfigError(f"tracing: keep_traces must be 0 or more, got {self.keep_traces}")
+        for exporter in self.exporters:
+            if not callable(getattr(exporter, "export", None)):
+                raise bandoneon.ConfigError(f"tracing: exporter {exporter!r} has no export(spans) method")
+        self.memory = InMemoryExporter(max(self.keep_traces, 1))
+        self._sinks = [*self.exporters]
+        if self.keep_traces:
+            self._sinks.insert(0, self.memory)
+        if self.jsonl:
+            self._sinks.append(JsonlExporter(self.jsonl))
+        if self.otel is not False:
+            from .otel import OtelExporter, otel_configured
+
+            if self.otel or otel_configured():
+                exporter = OtelExporter.from_env()
+                if exporter is None:
+                    raise bandoneon.ConfigError("tracing: otel=true but no OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER is set (or OTEL_SDK_DISABLED=true)")
+                self._sinks.append(exporter)
+        self._builder = SpanBuilder(
+            export=self._export,
+            prices=PriceTable(self.prices),
+            redactor=Redactor(self.redact),
+            capture_content=self.capture_content,
+        )
+
+    @property
+    def traces(self) -> list[list[Span]]:
+        """The last traces kept in memory, oldest first."""
+        return list(self.memory.traces)
+
+    def _export(self, spans: list[Span]) -> None:
+        for sink in self._sinks:
+            try:
+                sink.export(spans)
+            except Exception as exc:  # a broken trace store must never break the agent
+                log.warning("tracing: exporter %r failed, trace %s dropped there: %s: %s", sink, spans[0].trace_id if spans else "?", type(exc).__name__, exc)
+
+    # ---------------------------------------------------------------- hooks
+
+    @bandoneon.hookimpl
+    def agent_created(self, agent: bandoneon.Agent) -> None:
+        try:
+            guard = agent.plugin("guard")
+        except KeyError:
+            return
+        redact = getattr(guard, "redact", None)
+        if callable(redact):
+            self._builder.redactor.guard = redact
+
+    @bandoneon.hookimpl
+    def on_event(self, run: bandoneon.RunContext, event: bandoneon.Event) -> None:
+        self._builder.handle(run, event)
+
+    @bandoneon.hookimpl(trylast=True)
+    def after_tool_execution(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
+        self._builder.tool_answered_without_running(run, result)
+
+    @staticmethod
+    @bandoneon.hookimpl
+    def register_commands(subparsers: Any) -> None:
+        from .show import register
+
+        register(subparsers)

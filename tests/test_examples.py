@@ -1,0 +1,70 @@
+"""The core's examples run end to end (against a scripted model), so they cannot rot."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from bandoneon.cli import main as cli
+from bandoneon.testing import ScriptedModel, call
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quickstart_calls_the_tool_and_says_how_it_ended(capsys):
+    model = ScriptedModel(call("get_forecast", city="Buenos Aires", date="2026-09-26"), "Rain likely tomorrow.")
+    result = load("quickstart").main(model)
+    out = capsys.readouterr().out
+    assert result.ok and "tool call: get_forecast" in out and "stop=end_turn" in out
+
+
+def test_level_00_remembers_the_city_across_runs():
+    model = ScriptedModel("Noted.", call("get_forecast", city="Buenos Aires", date="2026-09-26"), "Rain, 70%.")
+    result = load("level_00_toolkit").main(model)
+    assert result.text == "Rain, 70%."
+    assert model.requests[1].messages[0].content == "I'm in Buenos Aires."
+
+
+def test_level_01_the_model_chooses_the_path(capsys):
+    model = ScriptedModel(call("ask_villager", name="fisher"), call("search_area", place="old oak"), "It's in the crow's nest.")
+    result = load("level_01_what_is_an_agent").main(model)
+    assert result.ok and "ask_villager -> search_area" in capsys.readouterr().out
+
+
+def test_level_02_the_loop_runs_until_end_turn():
+    model = ScriptedModel(call("launch_red", angle=20), call("launch_bomb", angle=42), "The fort is cleared.")
+    result = load("level_02_agent_loop").main(model)
+    assert result.turns == 3 and "Boom" in model.requests[2].messages[-1].content
+
+
+def test_level_03_a_wrong_type_gets_an_error_the_model_can_fix():
+    model = ScriptedModel(call("identify_wild", creature="Splashy"), call("check_matchup", attack="grass", defend="Water!"), call("check_matchup", attack="grass", defend="water"), "Send grass.")
+    load("level_03_designing_a_tool").main(model)
+    assert "Call identify_wild" in model.requests[2].messages[-1].content
+    assert model.requests[3].messages[-1].content == "grass vs water: 2x, super effective"
+
+
+def test_level_03_tools_check_flags_crookys_tool(capsys):
+    code = cli(["tools", "check", str(EXAMPLES / "level_03_designing_a_tool.py")])
+    out = capsys.readouterr().out
+    assert code == 0, "warnings alone do not fail the check"
+    assert cli(["tools", "check", "--strict", str(EXAMPLES / "level_03_designing_a_tool.py")]) == 1
+    assert "do_stuff: vague name" in out and "do_stuff: short description" in out and "parameter 'x'" in out
+    assert "check_matchup" not in out
+
+
+def test_tools_check_fails_on_errors(tmp_path, capsys):
+    (tmp_path / "bad.py").write_text(
+        "import bandoneon\n"
+        "bad = bandoneon.Tool(name='lookup', description='', parameters={'type': 'object', 'properties': {'q': {'type': 'string'}}}, function=print)\n"
+    )
+    assert cli(["tools", "check", str(tmp_path / "bad.py")]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR   lookup: no description" in out and "no 'required' list" in out and "additionalProperties" in out
