@@ -57,7 +57,7 @@ def test_level_03_tools_check_flags_crookys_tool(capsys):
     assert code == 0, "warnings alone do not fail the check"
     assert cli(["tools", "check", "--strict", str(EXAMPLES / "level_03_designing_a_tool.py")]) == 1
     assert "do_stuff: vague name" in out and "do_stuff: short description" in out and "parameter 'x'" in out
-    assert "check_matchup" not in out
+    assert "check_matchup:" not in out and "identify_wild:" not in out
 
 
 def test_tools_check_fails_on_errors(tmp_path, capsys):

@@ -89,7 +89,7 @@ def test_the_first_request_is_kept_as_it_was(history, keep, share):
 @given(histories(), st.integers(1, 3), st.floats(0, 1.2))
 def test_the_recent_requests_and_what_follows_are_untouched_unless_nothing_else_can_fit(history, keep, share):
     out = shrink(history, int(size(history) * share), keep).messages
-    tail = history[tail_start(history, keep) :]
+    tail = tuple(history[tail_start(history, keep) :])
     kept_tail = out[len(out) - len(tail) :]
     if kept_tail == tail:
         return

@@ -63,6 +63,7 @@ class Library:
     """The merged catalog of one agent, rebuilt from its sources on every ``refresh()``."""
 
     layers: Sequence[Layer]
+    setup_problems: list[str] = attrs.Factory(list)
     _skills: dict[str, Skill] = attrs.field(factory=dict, init=False)
     _problems: list[str] = attrs.field(factory=list, init=False)
     _reported: set[str] = attrs.field(factory=set, init=False)
@@ -75,7 +76,7 @@ class Library:
         """
         with self._lock:
             merged: dict[str, Skill] = {}
-            problems: list[str] = []
+            problems: list[str] = list(self.setup_problems)
             notices: list[str] = []
             for layer in self.layers:
                 in_layer: dict[str, Skill] = {}

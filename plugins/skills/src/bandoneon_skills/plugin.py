@@ -198,10 +198,9 @@ def _skills_command(args: argparse.Namespace, out: Callable[[str], Any] = print)
     layers: list[Layer] = []
     problems: list[str] = []
     if not args.no_packs:
-        try:
-            layers.append(Skills()._pack_layer()[0])
-        except SkillError as exc:
-            problems.extend(exc.problems)
+        packs, pack_problems = Skills()._pack_layer()
+        layers.append(packs)
+        problems.extend(pack_problems)
     layers += [Layer(f"folder {f!r}", [FolderSource(Path(f))]) for f in args.folders]
     library = Library(layers, setup_problems=problems)
     with warnings.catch_warnings():

@@ -1,0 +1,185 @@
+"""Notes in the prompt, the register_memory extension point, and the `bandoneon memory` commands."""
+
+import argparse
+
+import pytest
+
+import bandoneon
+from bandoneon.testing import ScriptedModel, call
+from bandoneon_memory import Memory, NotesFile, SqliteStore
+
+
+def notes_agent(model, tmp_path, scope="c-2291"):
+    return bandoneon.Agent(model, plugins=[Memory(mode="notes", scope=scope, path=str(tmp_path))], context_files=False)
+
+
+def test_notes_mode_offers_remember_and_no_recall(tmp_path):
+    agent = notes_agent(ScriptedModel(), tmp_path)
+    assert "remember" in agent.tools and "recall" not in agent.tools
+
+
+def test_a_remembered_note_is_in_the_system_prompt_of_the_next_session(tmp_path):
+    notes_agent(ScriptedModel(call("remember", note="Buys 1 kg Colombia,\n ground for moka"), "ok"), tmp_path).run_sync("hi")
+    model = ScriptedModel("The usual, then.")
+    notes_agent(model, tmp_path).run_sync("same as last time")
+    prompt = model.requests[0].system_prompt
+    assert "Buys 1 kg Colombia, ground for moka" in prompt
+    assert "not instructions" in prompt and '<saved-notes scope="c-2291">' in prompt
+
+
+def test_the_notes_are_a_snapshot_taken_at_the_start_of_the_run(tmp_path):
+    model = ScriptedModel(call("remember", note="likes moka"), "ok")
+    notes_agent(model, tmp_path).run_sync("hi")
+    assert all("likes moka" not in request.system_prompt for request in model.requests)
+
+
+def test_a_hand_edited_notes_file_is_read_as_it_is_now(tmp_path):
+    (tmp_path / "c-2291.md").write_text("# about c-2291\n- prefers decaf\n")
+    model = ScriptedModel("ok")
+    notes_agent(model, tmp_path).run_sync("hi")
+    assert "- prefers decaf" in model.requests[0].system_prompt
+
+
+def test_notes_of_one_scope_never_reach_another(tmp_path):
+    notes_agent(ScriptedModel(call("remember", note="alice secret"), "ok"), tmp_path, scope="alice").run_sync("hi")
+    model = ScriptedModel("ok")
+    notes_agent(model, tmp_path, scope="bob").run_sync("hi")
+    assert "alice secret" not in model.requests[0].system_prompt
+
+
+def test_no_notes_means_no_section(tmp_path):
+    model = ScriptedModel("ok")
+    notes_agent(model, tmp_path).run_sync("hi")
+    assert "saved-notes" not in model.requests[0].system_prompt
+
+
+def test_a_crash_mid_append_keeps_every_earlier_note(tmp_path):
+    notes = NotesFile(tmp_path, "c-1")
+    notes.append("first")
+    with open(notes.path, "ab") as file:
+        file.write(b"- 2026-11-30: half a no")  # the process died here
+    notes.append("third")
+    texts = [text for _, text in notes.read()]
+    assert texts[0] == "first" and texts[-1] == "third"
+
+
+# ---------------------------------------------------------------- register_memory
+
+
+class Reverser:
+    """A toy embedder contributed by another plugin."""
+
+    model = "reverser-1"
+
+    async def embed(self, texts):
+        return [[float(len(t)), 1.0] for t in texts]
+
+
+class ContributesAnEmbedder:
+    name = "contrib"
+
+    @bandoneon.hookimpl
+    def register_memory(self, agent, register):
+        register("embedder", "reverser", lambda rest: Reverser())
+
+
+class RegistersNonsense:
+    name = "nonsense"
+
+    @bandoneon.hookimpl
+    def register_memory(self, agent, register):
+        register("vector-db", "x", lambda rest: None)
+
+
+def test_another_plugin_contributes_an_embedder_through_register_memory(tmp_path):
+    memory = Memory(scope="c-1", path=str(tmp_path / "m.db"), embedder="reverser:")
+    agent = bandoneon.Agent(ScriptedModel(call("remember", note="hello"), "ok"), plugins=[ContributesAnEmbedder(), memory], context_files=False)
+    agent.run_sync("go")
+    assert SqliteStore(tmp_path / "m.db").list_sync("c-1")[0].model == "reverser-1"
+
+
+def test_an_unknown_registration_kind_is_an_error_naming_the_kinds(tmp_path):
+    with pytest.raises(bandoneon.ConfigError, match="unknown kind 'vector-db'.*embedder, store, session_store"):
+        bandoneon.Agent(ScriptedModel(), plugins=[RegistersNonsense(), Memory(scope="c", embedder="reverser:")], context_files=False)
+
+
+def test_an_unknown_embedder_lists_the_known_prefixes():
+    with pytest.raises(bandoneon.ConfigError, match="unknown embedder 'nope:x'.*'openai-compatible:...'"):
+        bandoneon.Agent(ScriptedModel(), plugins=[Memory(scope="c", embedder="nope:x")], context_files=False)
+
+
+def test_memory_is_activated_by_name_with_options(tmp_path):
+    agent = bandoneon.Agent(ScriptedModel(), plugins={"memory": {"mode": "notes", "scope": "c-1", "path": str(tmp_path)}}, context_files=False)
+    assert "remember" in agent.tools
+
+
+def test_a_misspelled_option_is_an_error_naming_it():
+    with pytest.raises(bandoneon.ConfigError, match="top_kk"):
+        bandoneon.Agent(ScriptedModel(), plugins={"memory": {"top_kk": 3}}, context_files=False)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def cli(*argv):
+    parser = argparse.ArgumentParser(prog="bandoneon")
+    subparsers = parser.add_subparsers(required=True)
+    Memory.register_commands(subparsers)
+    args = parser.parse_args(list(argv))
+    return args.handler(args)
+
+
+def seed(tmp_path):
+    store = SqliteStore(tmp_path / "m.db")
+    kept = store.add_sync("alice", "likes moka", [1.0, 0.0], "e")
+    gone = store.add_sync("alice", "lives in Rosario", [0.0, 1.0], "e")
+    store.add_sync("bob", "likes espresso", [1.0, 0.0], "e")
+    return store, kept, gone
+
+
+def test_cli_lists_the_notes_of_one_scope_only(tmp_path, capsys):
+    seed(tmp_path)
+    assert cli("memory", "list", "--scope", "alice", "--db", str(tmp_path / "m.db")) == 0
+    out = capsys.readouterr().out
+    assert "likes moka" in out and "Rosario" in out and "espresso" not in out
+
+
+def test_cli_lists_the_scopes_with_their_counts(tmp_path, capsys):
+    seed(tmp_path)
+    assert cli("memory", "list", "--db", str(tmp_path / "m.db")) == 0
+    assert capsys.readouterr().out.split("\n")[:2] == ["alice\t2 notes", "bob\t1 notes"]
+
+
+def test_cli_forgets_a_note_within_its_scope(tmp_path):
+    store, kept, gone = seed(tmp_path)
+    assert cli("memory", "forget", "--scope", "alice", gone.id, "--db", str(tmp_path / "m.db")) == 0
+    assert [n.text for n in store.list_sync("alice")] == ["likes moka"]
+
+
+def test_cli_cannot_forget_another_scopes_note(tmp_path, capsys):
+    store, kept, gone = seed(tmp_path)
+    assert cli("memory", "forget", "--scope", "bob", kept.id, "--db", str(tmp_path / "m.db")) == 2
+    assert "no note" in capsys.readouterr().err
+    assert len(store.list_sync("alice")) == 2
+
+
+def test_cli_forgets_everything_of_a_scope(tmp_path):
+    store, *_ = seed(tmp_path)
+    assert cli("memory", "forget", "--scope", "alice", "--all", "--db", str(tmp_path / "m.db")) == 0
+    assert store.list_sync("alice") == [] and len(store.list_sync("bob")) == 1
+
+
+def test_cli_lists_and_forgets_lines_of_a_notes_folder(tmp_path, capsys):
+    notes = NotesFile(tmp_path, "alice")
+    notes.append("likes moka")
+    notes.append("lives in Rosario")
+    assert cli("memory", "forget", "--scope", "alice", "2", "--notes", str(tmp_path)) == 0
+    assert cli("memory", "list", "--scope", "alice", "--notes", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "forgot: lives in Rosario" in out and "1\t" in out and "likes moka" in out
+    assert [t for _, t in notes.read()] == ["likes moka"]
+
+
+def test_cli_with_a_bad_scope_is_a_clear_error(tmp_path, capsys):
+    assert cli("memory", "list", "--scope", "../x", "--db", str(tmp_path / "m.db")) == 2
+    assert "memory scope" in capsys.readouterr().err
