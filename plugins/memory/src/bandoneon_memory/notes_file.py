@@ -2,7 +2,8 @@
 
 A person can open the file, read what is stored about them and delete a line; the agent
 appends with ``remember``. Appends are one ``write`` of one line on a file opened for append,
-so a crash loses at most the note being written, never the ones before it.
+so a crash loses at most the note being written, never the ones before it; a torn last
+line is closed before the next note, so it cannot swallow it.
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ class NotesFile:
             raise ValueError("a note cannot be empty")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = f"- {time.strftime('%Y-%m-%d')}: {line}\n".encode()
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
+            size = os.fstat(descriptor).st_size
+            if size and os.pread(descriptor, 1, size - 1) != b"\n":
+                record = b"\n" + record  # a torn last line stays alone on its line
             os.write(descriptor, record)
             os.fsync(descriptor)
         finally:

@@ -1,0 +1,106 @@
+"""Datasets: the cases of an eval, in JSONL (one case a line) or TOML (``[[cases]]`` tables).
+
+A case has an ``id``, an ``input`` (the prompt), an optional ``expected`` (a string, or a
+table such as ``{output = "...", tools = ["iron", "putt"], par = 3}``) and ``tags``.
+Errors name the file and the line (JSONL) or the case (TOML); a dataset with one bad case
+is refused whole, so no eval silently runs on part of its cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["Case", "DatasetError", "load_dataset"]
+
+
+class DatasetError(ValueError):
+    """A dataset file cannot be read; the message says where."""
+
+
+@attrs.frozen
+class Case:
+    id: str
+    input: str
+    expected: Any = None
+    tags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def expected_value(self, key: str) -> Any:
+        """``expected`` itself when it is a plain value, else ``expected[key]`` (None if absent)."""
+        if isinstance(self.expected, Mapping):
+            return self.expected.get(key)
+        return self.expected
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "input": self.input, "expected": self.expected, "tags": list(self.tags), "metadata": dict(self.metadata)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "case") -> Case:
+        if not isinstance(data, Mapping):
+            raise DatasetError(f"{where}: a case must be an object/table, got {type(data).__name__}")
+        unknown = set(data) - {"id", "input", "expected", "tags", "metadata"}
+        if unknown:
+            raise DatasetError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; a case has id, input, expected, tags, metadata")
+        if "input" not in data or not isinstance(data["input"], str):
+            raise DatasetError(f"{where}: 'input' (the prompt, a string) is missing")
+        if "id" not in data:
+            raise DatasetError(f"{where}: 'id' is missing")
+        tags = data.get("tags") or ()
+        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+            raise DatasetError(f"{where}: 'tags' must be a list of strings")
+        return cls(str(data["id"]), data["input"], data.get("expected"), tags, dict(data.get("metadata") or {}))
+
+
+def load_dataset(source: str | os.PathLike[str] | Iterable[Case | Mapping[str, Any]]) -> list[Case]:
+    """Cases from a ``.jsonl`` / ``.toml`` file, or from an iterable of cases or dicts."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.exists():
+            raise DatasetError(f"{path}: no such dataset file")
+        if path.suffix == ".toml":
+            cases = _from_toml(path)
+        elif path.suffix in (".jsonl", ".ndjson"):
+            cases = _from_jsonl(path)
+        else:
+            raise DatasetError(f"{path}: unknown dataset format; use .jsonl (one case a line) or .toml ([[cases]] tables)")
+    else:
+        cases = [c if isinstance(c, Case) else Case.from_json(c, f"case #{n}") for n, c in enumerate(source, 1)]
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            raise DatasetError(f"two cases have the id {case.id!r}; ids must be unique (reports and comparisons key on them)")
+        seen.add(case.id)
+    if not cases:
+        raise DatasetError(f"{source}: the dataset has no cases")
+    return cases
+
+
+def _from_jsonl(path: Path) -> list[Case]:
+    cases = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+        cases.append(Case.from_json(data, f"{path}:{number}"))
+    return cases
+
+
+def _from_toml(path: Path) -> list[Case]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise DatasetError(f"{path}: not valid TOML: {exc}") from None
+    tables = data.get("cases")
+    if not isinstance(tables, list):
+        raise DatasetError(f"{path}: expected [[cases]] tables")
+    return [Case.from_json(table, f"{path}: case #{n} ({table.get('id', '?') if isinstance(table, dict) else '?'})") for n, table in enumerate(tables, 1)]

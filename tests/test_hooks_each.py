@@ -1,0 +1,219 @@
+"""Every extension hook exercised once through an agent (the loop points are in test_plugins.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import bandoneon
+from bandoneon import Compacted, Message, Retry, Stop, hookimpl
+from bandoneon.cli import build_parser
+from bandoneon.testing import Fault, FunctionModel, Reply, ScriptedModel, call
+
+
+@bandoneon.tool
+def ping() -> str:
+    """Ping the server and return pong."""
+    return "pong"
+
+
+def agent_with(*plugins, model, **kwargs):
+    return bandoneon.Agent(model, plugins=list(plugins), tools=[ping], context_files=False, **kwargs)
+
+
+def test_should_stop_ends_the_run_with_its_reason_and_answer():
+    class Terminal:
+        @hookimpl
+        def should_stop(self, turn):
+            result = turn.tool_results[0]
+            return Stop("terminal_tool", answer=dict(result.arguments), is_answer=True)
+
+    result = agent_with(Terminal(), model=ScriptedModel(call("ping"))).run_sync("go")
+    assert (result.stop, result.ok, result.answer) == ("terminal_tool", True, {})
+
+
+def test_after_turn_sees_every_turn():
+    seen = []
+
+    class Recorder:
+        @hookimpl
+        def after_turn(self, turn):
+            seen.append((turn.number, turn.has_tool_calls, [r.content for r in turn.tool_results]))
+
+    agent_with(Recorder(), model=ScriptedModel(call("ping"), "done")).run_sync("go")
+    assert seen == [(1, True, ["pong"]), (2, False, [])]
+
+
+def test_compact_history_replaces_the_working_history_but_not_the_transcript():
+    class KeepLast:
+        @hookimpl
+        def compact_history(self, run, request, window):
+            if len(run.messages) > 3:
+                return Compacted(tuple(run.messages[-1:]), 100, 10, ("dropped old turns",))
+
+    model = ScriptedModel("a", "b", "c")
+    agent = agent_with(KeepLast(), model=model, context_window=1000)
+    events = []
+    agent.on("compaction", events.append)
+    for prompt in ("1", "2", "3"):
+        agent.run_sync(prompt)
+    assert [m.content for m in model.requests[2].messages] == ["3"]
+    assert len(agent.transcript) == 6 and len(agent.messages) == 2
+    assert events[0].tokens_before == 100 and events[0].removed == ("dropped old turns",)
+
+
+async def test_compact_history_receives_the_window():
+    windows = []
+
+    class Watch:
+        @hookimpl
+        def compact_history(self, window):
+            windows.append(window)
+
+    await agent_with(Watch(), model=ScriptedModel("a", context_window=4096)).run("hi")
+    assert windows == [4096]
+
+
+def test_retry_delay_retries_a_server_error_and_emits_provider_retry(mock_llm):
+    class RetryOnce:
+        @hookimpl
+        def retry_delay(self, error, attempt):
+            return Retry(0.001, max_attempts=2) if error.retryable and attempt < 2 else None
+
+    mock_llm.add(Fault(status=503), Reply(text="ok"))
+    agent = bandoneon.Agent(f"openai-compatible:m@{mock_llm.base_url}", plugins=[RetryOnce()], context_files=False)
+    retries = []
+    agent.on("provider_retry", retries.append)
+    assert agent.run_sync("hi").text == "ok"
+    assert (retries[0].attempt, retries[0].max_attempts, retries[0].delay) == (1, 2, 0.001)
+    assert "503" in retries[0].error
+
+
+def test_wrap_up_gives_a_best_effort_text_and_keeps_the_limit_as_the_stop():
+    class WrapUp:
+        @hookimpl
+        async def wrap_up(self, run, stop):
+            reply = await run.call_model(bandoneon.ModelRequest(messages=tuple(run.messages), system_prompt="Give your best answer now."))
+            return reply.message
+
+    model = FunctionModel(lambda request: "best guess" if not request.tools else call("ping"))
+    result = agent_with(WrapUp(), model=model, max_turns=2).run_sync("go")
+    assert (result.stop, result.ok, result.text) == ("max_turns", False, "best guess")
+    assert model.requests[-1].tools == ()
+
+
+def test_register_tools_adds_plugin_tools_to_the_agent():
+    @bandoneon.tool
+    def remember(note: str) -> str:
+        """Save a note for later sessions."""
+        return "saved"
+
+    class Memory:
+        @hookimpl
+        def register_tools(self, agent):
+            return [remember]
+
+    agent = agent_with(Memory(), model=ScriptedModel())
+    assert set(agent.tools) == {"ping", "remember"}
+
+
+def test_agent_created_can_refuse_to_build_an_agent():
+    class Trifecta:
+        @hookimpl
+        def agent_created(self, agent):
+            if "ping" in agent.tools:
+                raise bandoneon.ConfigError("ping may not be combined with anything")
+
+    with pytest.raises(bandoneon.ConfigError, match="ping may not"):
+        agent_with(Trifecta(), model=ScriptedModel())
+
+
+@pytest.mark.parametrize("hook", ["register_skills", "register_memory"])
+def test_registration_extension_points_reach_every_active_plugin(hook):
+    registered = []
+
+    class Source:
+        @hookimpl
+        def register_skills(self, agent, register):
+            register("bakery")
+
+        @hookimpl
+        def register_memory(self, agent, register):
+            register("sqlite")
+
+    agent = agent_with(Source(), model=ScriptedModel())
+    getattr(agent.hooks, hook)(agent, registered.append)
+    assert registered == ["bakery" if hook == "register_skills" else "sqlite"]
+
+
+def test_before_and_after_run_bracket_every_run_even_a_failing_one():
+    seen = []
+
+    class Bracket:
+        @hookimpl
+        def before_run(self, run):
+            seen.append(("before", run.prompt))
+
+        @hookimpl
+        def after_run(self, result):
+            seen.append(("after", result.stop))
+
+    agent = agent_with(Bracket(), model=ScriptedModel("ok", RuntimeError("model crashed")))
+    agent.run_sync("one")
+    with pytest.raises(RuntimeError):
+        agent.run_sync("two")
+    assert seen == [("before", "one"), ("after", "end_turn"), ("before", "two"), ("after", "error")]
+
+
+def test_on_event_sees_the_events_of_a_run():
+    names = []
+
+    class Watcher:
+        @hookimpl
+        def on_event(self, event):
+            names.append(event.name)
+
+    agent_with(Watcher(), model=ScriptedModel("ok")).run_sync("hi")
+    assert names[0] == "run_start" and names[-1] == "run_end"
+
+
+def test_system_prompt_sections_are_appended_in_order():
+    class Plan:
+        name = "plan"
+
+        @hookimpl
+        def system_prompt_sections(self, run):
+            return f"Plan for turn {run.turn}."
+
+    model = ScriptedModel(call("ping"), "ok")
+    agent_with(Plan(), model=model, system_prompt="Base.").run_sync("go")
+    assert [r.system_prompt for r in model.requests] == ["Base.\n\nPlan for turn 1.", "Base.\n\nPlan for turn 2."]
+
+
+def test_register_providers_makes_a_model_string_resolve():
+    class Echo:
+        @staticmethod
+        @hookimpl
+        def register_providers(register):
+            register("echo", lambda rest, **options: ScriptedModel(f"echo {rest}", model=rest))
+
+    hooks = bandoneon.plugins.Hooks([Echo])
+    hooks.register_providers(register=bandoneon.register_provider)
+    assert bandoneon.Agent("echo:hello", plugins=[], context_files=False).run_sync("hi").text == "echo hello"
+
+
+def test_register_commands_adds_a_cli_subcommand():
+    class Greet:
+        @staticmethod
+        @hookimpl
+        def register_commands(subparsers):
+            parser = subparsers.add_parser("greet")
+            parser.set_defaults(handler=lambda args: 7)
+
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers()
+    bandoneon.plugins.Hooks([Greet]).register_commands(subparsers=commands)
+    args = parser.parse_args(["greet"])
+    assert args.handler(args) == 7
+    assert build_parser().prog == "bandoneon"
