@@ -60,7 +60,7 @@ def main(model: bandoneon.Provider | str | None = None) -> bandoneon.RunResult:
     @agent.on("tool_end")
     def show(event: bandoneon.ToolEnd) -> None:
         if event.call.name == "load_skill":
-            print("loaded:", event.content[:60].replace("\n", " "), "...")
+            print("loaded:", event.output[:60].replace("\n", " "), "...")
 
     result = agent.run_sync(PROMPT)
     print(result.text)

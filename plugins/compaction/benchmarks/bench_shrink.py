@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import bandoneon
-from bandoneon_compaction import shrink_history
+from bandoneon_compaction import estimate_tokens, message_tokens, shrink_history
 
 
 def history(messages: int) -> list[bandoneon.Message]:
@@ -37,5 +37,8 @@ def best_ms(messages: list[bandoneon.Message], limit: int, runs: int = 20) -> fl
 
 if __name__ == "__main__":
     long = history(10_000)
-    print(f"10,000 messages, truncate only (limit 60% of the size): {best_ms(long, 1_300_000):.1f} ms")
-    print(f"10,000 messages, truncate and drop (limit 8,000 tokens): {best_ms(long, 8_000):.1f} ms")
+    size = sum(message_tokens(m, estimate_tokens) for m in long)
+    print(f"10,000 messages, {size:,} tokens")
+    print(f"nothing to do (limit above the size): {best_ms(long, size):.1f} ms")
+    print(f"truncate only (limit 60% of the size): {best_ms(long, int(size * 0.6)):.1f} ms")
+    print(f"truncate and drop (limit 8,000 tokens): {best_ms(long, 8_000):.1f} ms")

@@ -15,7 +15,7 @@ import attrs
 import bandoneon
 
 from ._shape import analyse
-from ._tokens import TokenCount, estimate_tokens, message_tokens
+from ._tokens import MESSAGE_OVERHEAD, TokenCount, estimate_tokens, message_tokens
 
 __all__ = ["Shrunk", "is_note", "shrink_history"]
 
@@ -34,7 +34,7 @@ class Shrunk:
 
     ``messages`` is the new history (the input itself when nothing changed). ``tokens_*``
     include the fixed part (system prompt, tool schemas). ``dropped`` are the messages taken
-    out, oldest first, and ``summary_at`` where a summary of them belongs (right after the
+    out, as they were (not truncated), oldest first, and ``summary_at`` where a summary of them belongs (right after the
     first request); a summary is the plugin's business. ``fits`` tells whether it is now
     under the limit; ``orphan_results`` counts tool results with no call (a broken history).
     """
@@ -85,23 +85,24 @@ def shrink_history(
     shape = analyse(items, keep_recent_turns)
     removed: list[str] = []
 
+    notes: dict[int, str] = {}  # index -> the note replacing that result (built at the end)
+
     def shortenable(index: int) -> bool:
         message = items[index]
-        return message.role == "tool" and not keeps_result(message.name) and not is_note(message.content)
+        return message.role == "tool" and index not in notes and not keeps_result(message.name) and not is_note(message.content)
 
     def shorten(index: int, prefix: str, advice: str) -> int:
-        """Replace result ``index`` by a note when that saves tokens; return the tokens saved."""
-        message = items[index]
-        preview = " ".join(message.content[:preview_chars].split())
-        ellipsis = "..." if len(message.content) > preview_chars else ""
-        name = message.name or "the tool"
-        note = f"{prefix}the result of {name} was {len(message.content):,} characters. Preview: {preview}{ellipsis}] {advice.format(name=name)}"
-        shorter = attrs.evolve(message, content=note)
-        size = message_tokens(shorter, count_tokens)
+        """Note down a replacement for result ``index`` when that saves tokens; return the tokens saved."""
+        content = items[index].content
+        preview = " ".join(content[:preview_chars].split())
+        ellipsis = "..." if len(content) > preview_chars else ""
+        name = items[index].name or "the tool"
+        note = f"{prefix}the result of {name} was {len(content):,} characters. Preview: {preview}{ellipsis}] {advice.format(name=name)}"
+        size = MESSAGE_OVERHEAD + count_tokens(note)  # a tool message is its text and the overhead
         if size >= sizes[index]:
             return 0
         saved = sizes[index] - size
-        items[index], sizes[index] = shorter, size
+        notes[index], sizes[index] = note, size
         return saved
 
     # (1) Old tool results, oldest first: the heaviest part, and the tool can run again.
@@ -162,7 +163,9 @@ def shrink_history(
 
     if not removed:
         return Shrunk(tuple(messages), before, before, fits=False, orphan_results=shape.orphan_results)
-    kept = tuple(m for m, gone in zip(items, dropped, strict=True) if not gone)
+    kept = tuple(
+        (attrs.evolve(m, content=notes[i]) if i in notes else m) for i, (m, gone) in enumerate(zip(items, dropped, strict=True)) if not gone
+    )
     summary_at = 0 if shape.first_request is None else sum(1 for gone in dropped[: shape.first_request] if not gone) + 1
     return Shrunk(
         messages=kept,

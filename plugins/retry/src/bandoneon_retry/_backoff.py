@@ -1,0 +1,94 @@
+"""The retry plugin: the server layer of level 5's three kinds of failure.
+
+The core asks ``retry_delay`` after every failed model call; this plugin answers with a wait
+or gives up. The core does the rest: it emits ``provider_retry``, sleeps cancellably, and
+never lets a stream that already showed text be replayed (that is ``StreamInterrupted``,
+which is not retryable).
+"""
+
+from __future__ import annotations
+
+import logging
+import random as random_module
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+import attrs
+
+import bandoneon
+
+from ._delays import full_jitter, server_delay
+from ._events import RetryAfterCapped
+
+__all__ = ["Backoff"]
+
+log = logging.getLogger("bandoneon_retry")
+
+_STATE = "retry"
+
+
+@attrs.define
+class Backoff(bandoneon.Plugin):
+    """Retry 429, 5xx and network failures with capped exponential backoff and full jitter.
+
+    Active by default once installed. ``max_attempts`` counts every call, the first one
+    included. ``deadline`` bounds the time one failing model call may keep retrying, counted
+    from its first failure: no attempt is started after it. ``Retry-After`` is honoured up to
+    ``max_delay``; a longer request is capped and reported (``retry_after_capped`` event and a
+    warning in the log).
+
+    For tests and reproducible runs, ``seed`` fixes the jitter; ``random`` (a function
+    returning a float in [0, 1)) and ``clock`` (seconds, monotonic) can be replaced on an
+    instance after it is built.
+    """
+
+    name: ClassVar[str] = "retry"
+    is_default: ClassVar[bool] = True
+
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    deadline: float | None = 120.0
+    seed: int | None = None
+    random: Callable[[], float] = attrs.field(init=False, repr=False)
+    clock: Callable[[], float] = attrs.field(init=False, repr=False, default=time.monotonic)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise bandoneon.ConfigError(f"retry: max_attempts counts the first call too, so it must be at least 1, got {self.max_attempts}")
+        if self.base_delay < 0:
+            raise bandoneon.ConfigError(f"retry: base_delay must be 0 or more seconds, got {self.base_delay}")
+        if self.max_delay < self.base_delay:
+            raise bandoneon.ConfigError(f"retry: max_delay ({self.max_delay}) must be at least base_delay ({self.base_delay})")
+        if self.deadline is not None and not self.deadline > 0:
+            raise bandoneon.ConfigError(f"retry: deadline must be a positive number of seconds, got {self.deadline} (leave it unset for none)")
+        self.random = random_module.Random(self.seed).random
+
+    @bandoneon.hookimpl
+    async def retry_delay(self, run: bandoneon.RunContext, error: Exception, attempt: int) -> bandoneon.Retry | None:
+        if not getattr(error, "retryable", False):
+            return None  # 400/401/403/404/422, a broken reply, a stream cut mid-way: retrying won't help
+        if attempt >= self.max_attempts:
+            log.info("giving up after %d attempts: %s", attempt, error)
+            return None
+        now = self.clock()
+        if attempt == 1:
+            run.state[_STATE] = now  # the first failure of this model call
+        first_failure: float = run.state.get(_STATE, now)
+        delay = await self._delay(run, error, attempt)
+        if self.deadline is not None and (now - first_failure) + delay > self.deadline:
+            log.info("giving up: the next attempt would start after the retry deadline of %gs: %s", self.deadline, error)
+            return None
+        return bandoneon.Retry(delay, self.max_attempts)
+
+    async def _delay(self, run: bandoneon.RunContext, error: Exception, attempt: int) -> float:
+        requested = server_delay(error)
+        if requested is None:
+            return full_jitter(attempt, self.base_delay, self.max_delay, self.random)
+        if requested <= self.max_delay:
+            return requested
+        log.warning("the server asked to wait %gs (Retry-After); waiting max_delay=%gs instead: %s", requested, self.max_delay, error)
+        if run.wants_events:
+            await run.emit(RetryAfterCapped(run.run_id, requested, self.max_delay, str(error)))
+        return self.max_delay
