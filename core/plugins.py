@@ -21,6 +21,7 @@ import inspect
 import logging
 import os
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -145,6 +146,7 @@ def refresh_plugins() -> None:
     """Forget what discovery found (after installing a plugin, or changing the env vars)."""
     installed_plugins.cache_clear()
     _flagged.cache_clear()
+    _declarations.cache_clear()
     registration_hooks.cache_clear()
 
 
@@ -209,58 +211,89 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
 
 
 @attrs.frozen
+class _Declaration:
+    """One hook implementation of a plugin class, validated by pluggy once per class."""
+
+    hook: str
+    attribute: str
+    argnames: tuple[str, ...]
+    order: int  # 0 tryfirst, 1 normal, 2 trylast
+
+
+@attrs.frozen
 class _Impl:
     plugin: str
     function: Callable[..., Any]
     argnames: tuple[str, ...]
+    is_async: bool
+
+
+@functools.cache
+def _declarations(key: object) -> tuple[_Declaration, ...]:
+    """What ``key`` (a plugin class, or a module) implements, checked against the hookspecs.
+
+    pluggy does the checking (marker parsing, argument names, unknown hooks); the result is
+    cached so that building an agent does not re-inspect every attribute of every plugin.
+    """
+    name = plugin_name(key)
+    probe = pluggy.PluginManager(PROJECT)
+    probe.add_hookspecs(hookspecs)
+    try:
+        probe.register(key, name=name)
+        probe.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin {name!r} is not valid: {exc}", plugin=name) from None
+    found = []
+    for hook in _HOOK_NAMES:
+        for impl in getattr(probe.hook, hook).get_hookimpls():
+            if impl.hookwrapper or impl.wrapper:
+                raise PluginError(f"plugin {name!r}: bandoneon hooks cannot be wrappers ({hook})", plugin=name, hook=hook)
+            order = 0 if impl.tryfirst else 2 if impl.trylast else 1
+            found.append(_Declaration(hook, impl.function.__name__, tuple(impl.argnames), order))
+    return tuple(found)
 
 
 class Hooks:
-    """One agent's plugin manager, behind one typed method per hook.
+    """One agent's plugin registry, behind one typed method per hook.
 
-    Implementation lists are computed once, so a hook nobody implements costs one check.
+    Plugins are validated by pluggy (once per class) and called in pluggy's order: ``tryfirst``
+    implementations, then the others, then ``trylast``; later-registered first within each
+    group. Implementation lists are computed once, so a hook nobody implements costs one check.
     """
 
     def __init__(self, plugins: Iterable[object]):
         self.plugins: tuple[object, ...] = tuple(plugins)
-        manager = pluggy.PluginManager(PROJECT)
-        manager.add_hookspecs(hookspecs)
-        for plugin in self.plugins:
+        self._by_name: dict[str, object] = {}
+        ranked: dict[str, list[tuple[int, int, _Impl]]] = {hook: [] for hook in _HOOK_NAMES}
+        for position, plugin in enumerate(self.plugins):
             name = plugin_name(plugin)
-            if manager.has_plugin(name):
+            if name in self._by_name:
                 raise ConfigError(f"plugin {name!r} is activated twice in one agent; pass it once")
-            try:
-                manager.register(plugin, name=name)
-            except pluggy.PluginValidationError as exc:
-                raise PluginError(f"plugin {name!r} is not valid: {exc}", plugin=name) from None
-        try:
-            manager.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise PluginError(f"unknown hook: {exc}") from None
-        self._manager = manager
-        self._impls: dict[str, tuple[_Impl, ...]] = {}
-        for name in _HOOK_NAMES:
-            impls = []
-            for impl in reversed(getattr(manager.hook, name).get_hookimpls()):
-                if impl.hookwrapper or impl.wrapper:
-                    raise PluginError(f"plugin {impl.plugin_name!r}: bandoneon hooks cannot be wrappers ({name})", plugin=impl.plugin_name, hook=name)
-                impls.append(_Impl(impl.plugin_name, impl.function, tuple(impl.argnames)))
-            self._impls[name] = tuple(impls)
+            self._by_name[name] = plugin
+            key = plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin)
+            for declaration in _declarations(key):
+                function = getattr(plugin, declaration.attribute)
+                impl = _Impl(name, function, declaration.argnames, inspect.iscoroutinefunction(function))
+                ranked[declaration.hook].append((declaration.order, -position, impl))
+        self._impls: dict[str, tuple[_Impl, ...]] = {
+            hook: tuple(impl for *_, impl in sorted(entries, key=lambda entry: entry[:2])) for hook, entries in ranked.items()
+        }
 
     def implements(self, hook: str) -> bool:
         return bool(self._impls[hook])
 
     def get(self, name: str) -> object | None:
         """The active plugin instance called ``name``, or None."""
-        return self._manager.get_plugin(name)
+        return self._by_name.get(name)
 
     # -------- the four calling styles
 
     async def _call(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         try:
-            result = impl.function(*[kwargs[a] for a in impl.argnames])
-            if inspect.isawaitable(result):
-                result = await result
+            if impl.is_async:
+                result = await impl.function(*[kwargs[a] for a in impl.argnames])
+            else:
+                result = impl.function(*[kwargs[a] for a in impl.argnames])
         except (BandoneonError, ConfigError):
             raise
         except Exception as exc:

@@ -86,7 +86,7 @@ def test_in_memory_skills_work_in_every_mode():
 
 def test_no_skills_means_no_section():
     model = ScriptedModel("ok")
-    make_agent(model, system_prompt_marker=None) if False else make_agent(model).run_sync("hi")
+    make_agent(model).run_sync("hi")
     assert "available-skills" not in model.requests[0].system_prompt
 
 

@@ -27,12 +27,17 @@ still open. Leave out greetings, small talk and reasoning. Write short factual l
 preamble."""
 
 
+#: The summariser reads at most this much of each tool result: the start is where the facts are.
+RESULT_CHARS = 2_000
+
+
 def render(messages: Sequence[bandoneon.Message], max_chars: int) -> str:
     """The dropped messages as plain text for the summariser, the newest part clipped if too long."""
     lines = []
     for message in messages:
         if message.role == "tool":
-            lines.append(f"tool {message.name or ''} result: {message.content}")
+            content = message.content if len(message.content) <= RESULT_CHARS else message.content[:RESULT_CHARS] + " [...]"
+            lines.append(f"tool {message.name or ''} result: {content}")
             continue
         text = f"{message.role}: {message.content}" if message.content else f"{message.role}:"
         for call in message.tool_calls:

@@ -222,6 +222,8 @@ def rule_from_mapping(data: Any, *, source: str, index: int) -> Rule:
     for key in ("one_of", "under", "commands"):
         if key in data and not isinstance(data[key], list):
             raise bandoneon.ConfigError(f"{source}: rule {label!r}: {key!r} must be a list, got {data[key]!r}")
+    if not isinstance(name, str) or not name:
+        raise bandoneon.ConfigError(f"{source}: rule {label!r}: every rule needs a 'name' (it names the rule in refusals and errors)")
     return Rule(**dict(data), source=source)
 
 
@@ -238,6 +240,8 @@ def redaction_from_mapping(data: Any, *, source: str, index: int) -> Redaction:
         )
     if "tools" in data and not (isinstance(data["tools"], list) and all(isinstance(t, str) for t in data["tools"])):
         raise bandoneon.ConfigError(f"{source}: redaction {label!r}: 'tools' must be a list of tool names or globs")
+    if not isinstance(name, str) or not name:
+        raise bandoneon.ConfigError(f"{source}: redaction {label!r}: every redaction needs a 'name'")
     return Redaction(**dict(data), source=source)
 
 

@@ -69,10 +69,11 @@ class Library:
     _reported: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
-    def refresh(self, *, report: bool = True) -> dict[str, Skill]:
+    def refresh(self, *, report_problems: bool = True) -> dict[str, Skill]:
         """Re-scan every source (unchanged files come from cache) and merge the layers.
 
-        ``report``: warn about new overrides and problems (each distinct one once per agent).
+        Overrides are warned about (each distinct one once per library); problems too, unless
+        ``report_problems`` is False (the caller raises them instead).
         """
         with self._lock:
             merged: dict[str, Skill] = {}
@@ -84,6 +85,8 @@ class Library:
                     found, source_problems = source.scan()
                     problems.extend(source_problems)
                     for skill in found:
+                        if skill.path is None and skill.source == "in memory":
+                            skill = attrs.evolve(skill, source=source.label)
                         earlier = in_layer.get(skill.name)
                         if earlier is not None:
                             problems.append(
@@ -99,11 +102,11 @@ class Library:
                     merged[name] = skill
             self._skills = dict(sorted(merged.items()))
             self._problems = problems
-            if report:
-                for notice in notices:
-                    self._report(notice)
+            for notice in notices:
+                self._report(notice)
+            if report_problems:
                 for problem in problems:
-                    self._report(problem + " (this skill is left out until it is fixed)")
+                    self._report(problem + " (left out until it is fixed)")
             return self._skills
 
     def _report(self, message: str) -> None:

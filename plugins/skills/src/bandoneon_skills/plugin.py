@@ -101,7 +101,7 @@ class Skills(bandoneon.Plugin):
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:
         library = self.library(agent)
-        library.refresh(report=not self.strict)
+        library.refresh(report_problems=not self.strict)
         if self.strict and library.problems:
             raise SkillError(library.problems)
 
@@ -205,7 +205,7 @@ def _skills_command(args: argparse.Namespace, out: Callable[[str], Any] = print)
     library = Library(layers, setup_problems=problems)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        skills = library.refresh(report=False)
+        skills = library.refresh(report_problems=False)
     for skill in skills.values():
         limit = f" [allowed-tools: {' '.join(skill.allowed_tools)}]" if skill.allowed_tools is not None else ""
         out(f"{skill.name}  ({skill.location}){limit}\n    {skill.description}")

@@ -1,0 +1,250 @@
+"""The Anthropic Messages API over httpx: no SDK, errors classified like every other provider.
+
+Prompt caching is on by default: one breakpoint on the system prompt and one after the last
+tool, so a long system prompt and the tool definitions are paid once per five minutes rather
+than on every turn. 529 (overloaded) is a ``ServerError`` and an ``error`` event in a stream
+is classified the same way, so the retry plugin treats both as it treats a 503.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from bandoneon import (
+    ConfigError,
+    DeltaCallback,
+    HttpClient,
+    Message,
+    ModelReply,
+    ModelRequest,
+    NetworkError,
+    StreamInterrupted,
+    Thinking,
+    ToolCall,
+    Usage,
+    classify_status,
+    iter_sse,
+    read_json,
+)
+
+from . import wire
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_model"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+# The HTTP status each error type stands for, so a stream's error event is classified like a response.
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicProvider:
+    """A Claude model behind the Messages API (``POST {base_url}/messages``).
+
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY`` and ``base_url`` to ``$ANTHROPIC_BASE_URL``
+    or Anthropic's. ``max_tokens`` is required by the API; a request's settings may override
+    it. ``thinking_budget`` turns on extended thinking. ``cache_prompt=False`` sends no cache
+    breakpoints. ``context_window`` is reported only when configured (never assumed).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 4096,
+        thinking_budget: int | None = None,
+        cache_prompt: bool = True,
+        timeout: float = 600.0,
+        context_window: int | None = None,
+        headers: dict[str, str] | None = None,
+        name: str = "anthropic",
+    ):
+        if not model:
+            raise ConfigError("anthropic: name the model, e.g. 'anthropic:claude-sonnet-4-5'")
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError("anthropic: no API key; set ANTHROPIC_API_KEY or pass api_key=...")
+        if max_tokens < 1:
+            raise ConfigError(f"anthropic: max_tokens must be at least 1, got {max_tokens}")
+        if thinking_budget is not None and not 1024 <= thinking_budget < max_tokens:
+            raise ConfigError(f"anthropic: thinking_budget must be at least 1024 and below max_tokens ({max_tokens}), got {thinking_budget}")
+        self.name = name
+        self.model = model
+        self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.max_tokens = max_tokens
+        self.thinking_budget = thinking_budget
+        self.cache_prompt = cache_prompt
+        self._context_window = context_window
+        all_headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION, "x-api-key": key, **(headers or {})}
+        self._http = HttpClient(base_url=self.base_url, headers=all_headers, timeout=timeout, provider=name)
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def context_window(self) -> int | None:
+        return self._context_window
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body for ``request`` (public, so tests and plugins can see the wire format)."""
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": wire.wire_messages(request.messages)}
+        system = wire.system_blocks(request, cache=self.cache_prompt)
+        if system:
+            body["system"] = system
+        if request.tools:
+            body["tools"] = wire.wire_tools(request.tools, cache=self.cache_prompt)
+        choice = wire.tool_choice(request.tool_choice, request.tools) if request.tools or request.tool_choice not in (None, "auto") else None
+        if choice is not None:
+            body["tool_choice"] = choice
+        if self.thinking_budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        body.update(request.settings)
+        return body
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        body = self.request_body(request)
+        if on_delta is None:
+            return wire.parse_message(await self._http.post_json("/messages", body), self.name)
+        return await self._stream({**body, "stream": True}, on_delta)
+
+    async def _stream(self, body: dict[str, Any], on_delta: DeltaCallback) -> ModelReply:
+        import httpx
+
+        reader = _StreamReader(self.name, on_delta)
+        try:
+            async with self._http.client().stream("POST", "/messages", json=body) as response:
+                if response.status_code >= 400:
+                    raise classify_status(response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name)
+                async for event, data in iter_sse(response):
+                    if await reader.feed(event, read_json(data.encode(), self.name)):
+                        break
+        except httpx.TransportError as exc:
+            if reader.delivered:
+                raise StreamInterrupted(f"{self.name}: the stream broke mid-reply: {exc or type(exc).__name__}", partial_text=reader.text, provider=self.name) from None
+            raise NetworkError(f"{self.name}: cannot reach {self.base_url}: {exc or type(exc).__name__}", provider=self.name) from None
+        return reader.reply()
+
+
+class _StreamReader:
+    """Assembles a reply from Messages API stream events, reporting pieces as they come."""
+
+    def __init__(self, provider: str, on_delta: DeltaCallback):
+        self.provider = provider
+        self.on_delta = on_delta
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] = {}
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        self.finished = False
+        self.delivered = False
+
+    @property
+    def text(self) -> str:
+        return "".join(b["text"] for _, b in sorted(self.blocks.items()) if b["type"] == "text")
+
+    async def feed(self, event: str | None, data: Any) -> bool:
+        """Take one event; True when the message is complete."""
+        kind = data.get("type") if isinstance(data, dict) else None
+        kind = kind or event
+        if kind == "error":
+            raise self._error(data.get("error") or {})
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self.model = message.get("model")
+            self.usage.update(message.get("usage") or {})
+        elif kind == "content_block_start":
+            block = dict(data.get("content_block") or {})
+            self.blocks[data.get("index", len(self.blocks))] = {
+                "type": block.get("type"),
+                "text": block.get("text") or block.get("thinking") or block.get("data") or "",
+                "signature": block.get("signature") or "",
+                "id": block.get("id"),
+                "name": block.get("name"),
+                "json": "",
+                "tool_index": sum(1 for b in self.blocks.values() if b["type"] == "tool_use"),
+            }
+            if block.get("type") == "tool_use":
+                self.delivered = True
+                slot = self.blocks[data.get("index", len(self.blocks) - 1)]
+                await self.on_delta("tool_call", (slot["tool_index"], slot["name"], ""))
+        elif kind == "content_block_delta":
+            await self._delta(self.blocks.get(data.get("index", 0)), data.get("delta") or {})
+        elif kind == "message_delta":
+            self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
+            self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+        elif kind == "message_stop":
+            self.finished = True
+            return True
+        return False  # ping, content_block_stop and unknown events carry nothing to keep
+
+    async def _delta(self, block: dict[str, Any] | None, delta: dict[str, Any]) -> None:
+        if block is None:
+            return
+        kind = delta.get("type")
+        if kind == "text_delta":
+            piece = delta.get("text") or ""
+            block["text"] += piece
+            if piece:
+                self.delivered = True
+                await self.on_delta("text", piece)
+        elif kind == "input_json_delta":
+            piece = delta.get("partial_json") or ""
+            block["json"] += piece
+            if piece:
+                await self.on_delta("tool_call", (block["tool_index"], block["name"], piece))
+        elif kind == "thinking_delta":
+            block["text"] += delta.get("thinking") or ""
+        elif kind == "signature_delta":
+            block["signature"] += delta.get("signature") or ""
+
+    def _error(self, error: dict[str, Any]) -> Exception:
+        kind = error.get("type") or "api_error"
+        status = _ERROR_STATUS.get(kind, 500)
+        detail = json.dumps({"error": {"type": kind, "message": f"{error.get('message') or kind} (an error event in the stream)"}})
+        classified = classify_status(status, {}, detail, self.provider)
+        if self.delivered:
+            return StreamInterrupted(f"{self.provider}: the stream broke mid-reply with {kind}: {error.get('message') or ''}", partial_text=self.text, provider=self.provider)
+        return classified
+
+    def reply(self) -> ModelReply:
+        if not self.finished:
+            raise StreamInterrupted(f"{self.provider}: the stream ended before message_stop", partial_text=self.text, provider=self.provider)
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        thinking: list[Thinking] = []
+        for _, block in sorted(self.blocks.items()):
+            if block["type"] == "text":
+                text.append(block["text"])
+            elif block["type"] == "tool_use":
+                calls.append(ToolCall(block["id"] or f"toolu_{len(calls)}", block["name"] or "", block["json"] or "{}"))
+            elif block["type"] == "thinking":
+                thinking.append(Thinking(block["text"], block["signature"] or None))
+            elif block["type"] == "redacted_thinking":
+                thinking.append(Thinking(block["text"], None, is_redacted=True))
+        message = Message("assistant", "".join(text), tuple(calls), thinking=tuple(thinking))
+        usage: Usage = wire.usage(self.usage)
+        return ModelReply(message, wire.finish_reason(self.stop_reason), usage, self.model)
+
+
+def anthropic_model(rest: str, **options: Any) -> AnthropicProvider:
+    """The ``anthropic:`` factory: ``"anthropic:claude-sonnet-4-5"``."""
+    try:
+        return AnthropicProvider(rest.strip(), **options)
+    except TypeError as exc:
+        raise ConfigError(
+            f"anthropic: {exc}; options are api_key, base_url, max_tokens, thinking_budget, cache_prompt, timeout, context_window, headers"
+        ) from None

@@ -1,0 +1,152 @@
+"""bandoneon's messages in the Anthropic Messages API's wire format, and back.
+
+The wire format lives here, not on the message classes: thinking blocks and their signatures,
+tool_use / tool_result blocks, cache breakpoints, usage with cache tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bandoneon import BadResponse, ConfigError, Message, ModelReply, ModelRequest, Thinking, ToolCall, ToolSpec, Usage
+
+__all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "tool_choice", "usage", "wire_messages", "wire_tools"]
+
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+_EMPTY_REPLY = "(empty reply)"
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The ``messages`` array: tool results become ``tool_result`` blocks of a user turn, and
+    consecutive user-side entries are merged so the roles alternate as the API requires."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            wire.append({"role": "assistant", "content": _assistant_blocks(message)})
+            continue
+        if message.role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+            if message.is_error:
+                block["is_error"] = True
+        elif message.role == "user":
+            block = {"type": "text", "text": message.content}
+        else:  # a system message inside the history (a compaction summary, say) is read as user text
+            block = {"type": "text", "text": message.content}
+        if wire and wire[-1]["role"] == "user":
+            wire[-1]["content"].append(block)
+        else:
+            wire.append({"role": "user", "content": [block]})
+    return wire
+
+
+def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for thought in message.thinking:  # sent back unchanged: the API checks the signatures
+        if thought.is_redacted:
+            blocks.append({"type": "redacted_thinking", "data": thought.text})
+        else:
+            blocks.append({"type": "thinking", "thinking": thought.text, "signature": thought.signature or ""})
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call)})
+    if not blocks:  # the API refuses an assistant turn with no content
+        blocks.append({"type": "text", "text": _EMPTY_REPLY})
+    return blocks
+
+
+def _tool_input(call: ToolCall) -> dict[str, Any]:
+    """``input`` must be an object. Broken arguments were already answered with an error result,
+    so the call is replayed with the raw text kept under one key rather than dropped."""
+    try:
+        value = call.parsed_arguments()
+    except ValueError:
+        return {"_unparsed_arguments": call.arguments}
+    return value if isinstance(value, dict) else {"_arguments": value}
+
+
+def wire_tools(tools: Sequence[ToolSpec], *, cache: bool) -> list[dict[str, Any]]:
+    wire = [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in tools]
+    if cache and wire:  # one breakpoint after the last tool caches every tool definition
+        wire[-1]["cache_control"] = dict(CACHE_BREAKPOINT)
+    return wire
+
+
+def tool_choice(choice: str | Mapping[str, Any] | None, tools: Sequence[ToolSpec]) -> dict[str, Any] | None:
+    """bandoneon's (OpenAI-style) tool_choice as Anthropic's; None leaves the API default (auto)."""
+    if choice is None:
+        return None
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "none":
+        return {"type": "none"}
+    if choice in ("required", "any"):
+        return {"type": "any"}
+    if isinstance(choice, Mapping):
+        if choice.get("type") in ("auto", "any", "none") or (choice.get("type") == "tool" and choice.get("name")):
+            return dict(choice)
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        if name:
+            if name not in {t.name for t in tools}:
+                raise ConfigError(f"anthropic: tool_choice names {name!r}, which is not one of the offered tools")
+            return {"type": "tool", "name": name}
+    raise ConfigError(f"anthropic: unknown tool_choice {choice!r}; use 'auto', 'none', 'required' or {{'type': 'tool', 'name': ...}}")
+
+
+def system_blocks(request: ModelRequest, *, cache: bool) -> list[dict[str, Any]] | None:
+    if not request.system_prompt:
+        return None
+    block: dict[str, Any] = {"type": "text", "text": request.system_prompt}
+    if cache:
+        block["cache_control"] = dict(CACHE_BREAKPOINT)
+    return [block]
+
+
+def usage(raw: Mapping[str, Any] | None) -> Usage:
+    """Anthropic's ``input_tokens`` excludes cached tokens; bandoneon's includes them (as parts)."""
+    raw = raw or {}
+    fresh = raw.get("input_tokens") or 0
+    read = raw.get("cache_read_input_tokens") or 0
+    written = raw.get("cache_creation_input_tokens") or 0
+    return Usage(
+        input_tokens=fresh + read + written,
+        output_tokens=raw.get("output_tokens") or 0,
+        cached_input_tokens=read,
+        cache_write_tokens=written,
+        requests=1,
+    )
+
+
+def finish_reason(stop_reason: str | None) -> str:
+    return {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length", None: "stop"}.get(stop_reason, stop_reason or "stop")
+
+
+def parse_message(data: Any, provider: str) -> ModelReply:
+    """A whole ``message`` document as a ``ModelReply``; ``BadResponse`` when it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise BadResponse(f"{provider}: the reply is not a message: {json.dumps(data)[:200]}", provider=provider)
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[Thinking] = []
+    for block in data["content"]:
+        kind = block.get("type")
+        if kind == "text":
+            text.append(block.get("text") or "")
+        elif kind == "tool_use":
+            calls.append(ToolCall(block.get("id") or f"toolu_{len(calls)}", block.get("name") or "", _input_text(block.get("input"))))
+        elif kind == "thinking":
+            thinking.append(Thinking(block.get("thinking") or "", block.get("signature")))
+        elif kind == "redacted_thinking":
+            thinking.append(Thinking(block.get("data") or "", None, is_redacted=True))
+    message = Message("assistant", "".join(text), tuple(calls), thinking=tuple(thinking))
+    return ModelReply(message, finish_reason(data.get("stop_reason")), usage(data.get("usage")), data.get("model"))
+
+
+def _input_text(value: Any) -> str:
+    """Tool input as JSON text; a string the server sent (broken JSON) is kept verbatim, so the
+    loop's argument check tells the model exactly what was wrong."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value if value is not None else {})

@@ -1,0 +1,211 @@
+"""bandoneon-anthropic against the testing kit's server speaking the Messages API."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, ClassVar
+
+import attrs
+import pytest
+
+import bandoneon
+from bandoneon.testing import Fault, MockLLMServer, Reply
+from bandoneon_anthropic import AnthropicProvider
+
+
+@bandoneon.tool
+def get_forecast(city: Annotated[str, "the city"]) -> str:
+    """The weather forecast for a city."""
+    return f"Rain in {city}"
+
+
+@attrs.define
+class RetryAtOnce(bandoneon.Plugin):
+    """What the retry plugin does, minus the waiting: retry every retryable error."""
+
+    name: ClassVar[str] = "retry-at-once"
+
+    @bandoneon.hookimpl
+    def retry_delay(self, error: Exception, attempt: int) -> bandoneon.Retry | None:
+        return bandoneon.Retry(0.0, 3) if getattr(error, "retryable", False) and attempt < 3 else None
+
+
+def make_agent(server: MockLLMServer, **kwargs) -> bandoneon.Agent:
+    provider = AnthropicProvider("claude-test", api_key="test-key", base_url=server.base_url)
+    kwargs.setdefault("plugins", [])
+    return bandoneon.Agent(provider, context_files=False, **kwargs)
+
+
+def test_a_model_string_finds_the_provider(mock_llm, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "from-env")
+    agent = bandoneon.Agent("anthropic:claude-test", context_files=False, plugins=[])
+    assert isinstance(agent.provider, AnthropicProvider)
+    assert agent.provider.model == "claude-test"
+
+
+def test_the_key_and_version_headers_are_sent(mock_llm):
+    mock_llm.add(Reply("hi"))
+    make_agent(mock_llm).run_sync("hello")
+    headers = mock_llm.requests[0].headers
+    assert headers["x-api-key"] == "test-key"
+    assert headers["anthropic-version"] == "2023-06-01"
+    assert mock_llm.requests[0].path == "/v1/messages"
+
+
+def test_tool_use_round_trip_sends_tool_result_blocks(mock_llm):
+    mock_llm.add(Reply(tool_calls=[("get_forecast", {"city": "Paris"})]), Reply("It will rain."))
+    result = make_agent(mock_llm, tools=[get_forecast]).run_sync("Will it rain in Paris?")
+    assert result.stop == "end_turn" and result.text == "It will rain."
+    second = mock_llm.requests[1].json["messages"]
+    assert second[1]["role"] == "assistant"
+    tool_use = second[1]["content"][0]
+    assert tool_use["type"] == "tool_use" and tool_use["input"] == {"city": "Paris"}
+    assert second[2] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use["id"], "content": "Rain in Paris"}]}
+
+
+def test_a_failed_tool_result_is_marked_is_error(mock_llm):
+    mock_llm.add(Reply(tool_calls=[("get_forecast", {"town": "Paris"})]), Reply("Sorry."))
+    make_agent(mock_llm, tools=[get_forecast]).run_sync("Rain?")
+    block = mock_llm.requests[1].json["messages"][2]["content"][0]
+    assert block["type"] == "tool_result" and block["is_error"] is True
+
+
+def test_tools_are_sent_with_input_schema_and_a_cache_breakpoint_on_the_last(mock_llm):
+    @bandoneon.tool
+    def get_time(city: str) -> str:
+        """The local time in a city."""
+        return "noon"
+
+    mock_llm.add(Reply("ok"))
+    make_agent(mock_llm, tools=[get_forecast, get_time], system_prompt="You are a weather bot.").run_sync("hi")
+    body = mock_llm.requests[0].json
+    assert [t["name"] for t in body["tools"]] == ["get_forecast", "get_time"]
+    assert body["tools"][0]["input_schema"]["required"] == ["city"]
+    assert "cache_control" not in body["tools"][0]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"] == [{"type": "text", "text": "You are a weather bot.", "cache_control": {"type": "ephemeral"}}]
+    assert body["max_tokens"] == 4096
+
+
+def test_cache_breakpoints_can_be_turned_off(mock_llm):
+    mock_llm.add(Reply("ok"))
+    provider = AnthropicProvider("claude-test", api_key="k", base_url=mock_llm.base_url, cache_prompt=False)
+    bandoneon.Agent(provider, tools=[get_forecast], system_prompt="S", context_files=False, plugins=[]).run_sync("hi")
+    body = mock_llm.requests[0].json
+    assert "cache_control" not in json.dumps(body)
+
+
+def test_usage_counts_cache_reads_and_writes_as_parts_of_input(mock_llm):
+    message = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 40},
+    }
+    mock_llm.add(Fault(status=200, body=json.dumps(message)))
+    result = make_agent(mock_llm).run_sync("hello")
+    assert result.usage.input_tokens == 150
+    assert result.usage.cached_input_tokens == 100
+    assert result.usage.cache_write_tokens == 40
+    assert result.usage.output_tokens == 5
+
+
+def test_thinking_blocks_are_kept_and_sent_back_with_their_signatures(mock_llm):
+    mock_llm.add(Reply(thinking=[("Paris is in France.", "sig-abc")], tool_calls=[("get_forecast", {"city": "Paris"})]), Reply("Rain."))
+    agent = make_agent(mock_llm, tools=[get_forecast])
+    agent.run_sync("Rain in Paris?")
+    assert agent.messages[1].thinking == (bandoneon.Thinking("Paris is in France.", "sig-abc"),)
+    sent = mock_llm.requests[1].json["messages"][1]["content"]
+    assert sent[0] == {"type": "thinking", "thinking": "Paris is in France.", "signature": "sig-abc"}
+    assert sent[1]["type"] == "tool_use"
+
+
+async def test_streamed_thinking_text_and_tool_use_are_assembled(mock_llm):
+    mock_llm.add(Reply("Let me check.", thinking=[("I should look it up.", "sig-1")], tool_calls=[("get_forecast", {"city": "Lima"})]), Reply("Sunny."))
+    agent = make_agent(mock_llm, tools=[get_forecast])
+    texts, calls = [], []
+    agent.on("text_delta", lambda e: texts.append(e.text))
+    agent.on("tool_call_delta", lambda e: calls.append(e))
+    result = await agent.run("Weather in Lima?")
+    assert mock_llm.requests[0].json["stream"] is True
+    assert "".join(texts) == "Let me check.Sunny."
+    first = agent.messages[1]
+    assert first.content == "Let me check."
+    assert first.thinking == (bandoneon.Thinking("I should look it up.", "sig-1"),)
+    assert json.loads(first.tool_calls[0].arguments) == {"city": "Lima"}
+    assert calls[0].tool_name == "get_forecast"
+    assert json.loads("".join(c.arguments_delta for c in calls)) == {"city": "Lima"}
+    assert result.stop == "end_turn" and result.usage.output_tokens > 0
+
+
+def test_tool_choice_is_translated(mock_llm):
+    mock_llm.add(Reply("a"), Reply("b"))
+    make_agent(mock_llm, tools=[get_forecast], tool_choice="required").run_sync("x")
+    make_agent(mock_llm, tools=[get_forecast], tool_choice={"type": "function", "function": {"name": "get_forecast"}}).run_sync("x")
+    assert mock_llm.requests[0].json["tool_choice"] == {"type": "any"}
+    assert mock_llm.requests[1].json["tool_choice"] == {"type": "tool", "name": "get_forecast"}
+
+
+def test_overloaded_529_is_a_retryable_server_error_and_is_retried(mock_llm):
+    mock_llm.add(Fault(status=529), Reply("done"))
+    result = make_agent(mock_llm, plugins=[RetryAtOnce()]).run_sync("hi")
+    assert result.text == "done"
+    assert len(mock_llm.requests) == 2
+
+
+def test_overloaded_529_without_retries_raises_server_error_and_keeps_history(mock_llm):
+    mock_llm.add(Fault(status=529))
+    agent = make_agent(mock_llm)
+    with pytest.raises(bandoneon.ServerError, match="529") as caught:
+        agent.run_sync("hi")
+    assert caught.value.retryable and caught.value.status == 529
+    assert [m.role for m in agent.messages] == ["user"]
+
+
+async def test_a_stream_error_event_is_a_clear_retryable_error(mock_llm):
+    mock_llm.add(Fault(stream_error="overloaded_error"))
+    agent = make_agent(mock_llm)
+    agent.on("text_delta", lambda e: None)
+    with pytest.raises(bandoneon.ServerError, match="overloaded_error") as caught:
+        await agent.run("hi")
+    assert caught.value.retryable
+
+
+async def test_a_stream_error_event_is_retried_by_the_retry_hook(mock_llm):
+    mock_llm.add(Fault(stream_error="overloaded_error"), Reply("recovered"))
+    agent = make_agent(mock_llm, plugins=[RetryAtOnce()])
+    agent.on("text_delta", lambda e: None)
+    result = await agent.run("hi")
+    assert result.text == "recovered"
+
+
+async def test_a_stream_cut_mid_reply_is_stream_interrupted_with_the_partial_text(mock_llm):
+    mock_llm.add(Reply("one two three four five", cut_stream_after=4))
+    agent = make_agent(mock_llm)
+    agent.on("text_delta", lambda e: None)
+    with pytest.raises(bandoneon.StreamInterrupted) as caught:
+        await agent.run("count")
+    assert caught.value.partial_text.startswith("one")
+
+
+@pytest.mark.parametrize(("status", "error"), [(401, bandoneon.AuthError), (400, bandoneon.BadRequest), (429, bandoneon.RateLimited)])
+def test_http_errors_are_classified_like_every_provider(mock_llm, status, error):
+    mock_llm.add(Fault(status=status))
+    with pytest.raises(error, match=str(status)):
+        make_agent(mock_llm).run_sync("hi")
+
+
+def test_a_missing_key_is_a_config_error(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(bandoneon.ConfigError, match="ANTHROPIC_API_KEY"):
+        bandoneon.Agent("anthropic:claude-test", context_files=False, plugins=[])
+
+
+def test_an_unknown_option_is_a_config_error():
+    with pytest.raises(bandoneon.ConfigError, match="max_tokenz"):
+        bandoneon.resolve_model("anthropic:claude-test", api_key="k", max_tokenz=5)
+
+
+def test_a_reply_that_is_not_a_message_is_bad_response(mock_llm):
+    mock_llm.add(Fault(status=200, body='{"hello": "world"}'))
+    with pytest.raises(bandoneon.BadResponse, match="not a message"):
+        make_agent(mock_llm).run_sync("hi")

@@ -1,0 +1,117 @@
+"""Record a real model once, replay it forever: deterministic tests and evals of real runs.
+
+``RecordingProvider(inner, path)`` passes every request to ``inner`` and appends the
+request and the reply to ``path`` (JSONL, one exchange a line, one ``write`` each).
+``ReplayProvider(path)`` answers from the file and *refuses* a request that is not in it,
+raising ``ReplayMismatch`` with a unified diff against the closest recorded request — a
+changed prompt or tool description shows up as a failing test, not as a silent re-record.
+
+Matching is by content, not position, so concurrent cases replay correctly; identical
+requests are answered in recorded order. ``stream`` is not compared (it depends on who
+listens, not on what is asked).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import bandoneon
+
+__all__ = ["RecordingProvider", "ReplayMismatch", "ReplayProvider"]
+
+
+class ReplayMismatch(bandoneon.BandoneonError):
+    """The replayed run sent a request the recording does not have. Not a ``ProviderError``:
+    retrying cannot fix it, so it is never retried."""
+
+
+def _request_json(request: bandoneon.ModelRequest) -> dict[str, Any]:
+    data = bandoneon.unstructure(request)
+    data.pop("stream", None)
+    return json.loads(json.dumps(data, default=str))
+
+
+class RecordingProvider:
+    """Wraps a provider; every exchange is appended to ``path``."""
+
+    def __init__(self, inner: bandoneon.Provider | str, path: str | os.PathLike[str]):
+        self.inner = bandoneon.resolve_model(inner)
+        self.path = Path(path)
+        self.name = getattr(self.inner, "name", "recording")
+        self.model = getattr(self.inner, "model", "")
+
+    async def complete(self, request: bandoneon.ModelRequest, *, on_delta: bandoneon.DeltaCallback | None = None) -> bandoneon.ModelReply:
+        reply = await self.inner.complete(request, on_delta=on_delta)
+        line = json.dumps({"request": _request_json(request), "reply": bandoneon.unstructure(reply)}, ensure_ascii=False, default=str) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        return reply
+
+    async def context_window(self) -> int | None:
+        return await self.inner.context_window()
+
+
+class ReplayProvider:
+    """Answers from a recording; refuses requests that differ from every recorded one."""
+
+    name = "replay"
+
+    def __init__(self, path: str | os.PathLike[str], *, model: str | None = None, context_window: int | None = None):
+        self.path = Path(path)
+        self._exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise bandoneon.ConfigError(f"{self.path}: no such recording; record one with RecordingProvider") from None
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                self._exchanges.append((data["request"], data["reply"]))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise bandoneon.ConfigError(f"{self.path}:{number}: not a recorded exchange ({type(exc).__name__}: {exc})") from None
+        self._used = [False] * len(self._exchanges)
+        recorded_model = self._exchanges[0][1].get("model") if self._exchanges else None
+        self.model = model or recorded_model or "replay"
+        self._window = context_window
+
+    @property
+    def remaining(self) -> int:
+        return self._used.count(False)
+
+    async def complete(self, request: bandoneon.ModelRequest, *, on_delta: bandoneon.DeltaCallback | None = None) -> bandoneon.ModelReply:
+        wanted = _request_json(request)
+        for index, (recorded, reply_data) in enumerate(self._exchanges):
+            if not self._used[index] and recorded == wanted:
+                self._used[index] = True
+                reply = bandoneon.structure(reply_data, bandoneon.ModelReply)
+                if on_delta is not None and reply.message.content:
+                    await on_delta("text", reply.message.content)
+                return reply
+        raise ReplayMismatch(self._explain(wanted))
+
+    def _explain(self, wanted: dict[str, Any]) -> str:
+        unused = [recorded for (recorded, _), used in zip(self._exchanges, self._used, strict=True) if not used]
+        if not unused:
+            return f"{self.path}: the run sent a request the recording does not have (all {len(self._exchanges)} recorded requests were already used)"
+        new = json.dumps(wanted, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+
+        def similarity(recorded: dict[str, Any]) -> float:
+            return difflib.SequenceMatcher(None, json.dumps(recorded, indent=1, sort_keys=True, ensure_ascii=False).splitlines(), new).ratio()
+
+        closest = max(unused, key=similarity)
+        old = json.dumps(closest, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+        diff = "\n".join(difflib.unified_diff(old, new, "recorded", "this run", lineterm="", n=2))
+        return f"{self.path}: the run sent a request that differs from the recording:\n{diff}"
+
+    async def context_window(self) -> int | None:
+        return self._window

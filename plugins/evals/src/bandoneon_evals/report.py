@@ -1,0 +1,252 @@
+"""The scorecard: pass rate per case and overall, per scorer, with tokens, cost and latency;
+as a terminal table, JSON, markdown or HTML; and the comparison of two JSON reports.
+
+Errored runs (the run raised or timed out, a scorer raised, the judge answered nonsense)
+count in the denominator and never as passes: an eval that cannot grade a case does not
+get to call it good.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .dataset import Case
+from .runner import CaseRun
+
+__all__ = ["CaseSummary", "Regression", "Report", "compare", "load_report"]
+
+
+@attrs.frozen
+class CaseSummary:
+    case_id: str
+    runs: tuple[CaseRun, ...]
+    tags: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> int:
+        return sum(r.status == "passed" for r in self.runs)
+
+    @property
+    def errored(self) -> int:
+        return sum(r.status == "errored" for r in self.runs)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / len(self.runs) if self.runs else 0.0
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.input_tokens for r in self.runs)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(r.output_tokens for r in self.runs)
+
+    @property
+    def cost(self) -> float | None:
+        costs = [r.cost for r in self.runs if r.cost is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def mean_latency(self) -> float:
+        return sum(r.latency for r in self.runs) / len(self.runs) if self.runs else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.case_id,
+            "tags": list(self.tags),
+            "runs": [r.to_json() for r in self.runs],
+            "passed": self.passed,
+            "errored": self.errored,
+            "pass_rate": self.pass_rate,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+            "mean_latency": self.mean_latency,
+        }
+
+
+@attrs.frozen
+class Report:
+    name: str
+    cases: tuple[CaseSummary, ...]
+    repeats: int = 1
+    wall_time: float = 0.0
+
+    @classmethod
+    def build(cls, name: str, cases: Sequence[Case], runs: Sequence[CaseRun], *, repeats: int, wall_time: float) -> Report:
+        by_case: dict[str, list[CaseRun]] = {c.id: [] for c in cases}
+        for run in runs:
+            by_case[run.case_id].append(run)
+        return cls(name, tuple(CaseSummary(c.id, tuple(by_case[c.id]), c.tags) for c in cases), repeats, wall_time)
+
+    @property
+    def runs(self) -> list[CaseRun]:
+        return [r for c in self.cases for r in c.runs]
+
+    @property
+    def pass_rate(self) -> float:
+        runs = self.runs
+        return sum(r.status == "passed" for r in runs) / len(runs) if runs else 0.0
+
+    @property
+    def totals(self) -> dict[str, Any]:
+        runs = self.runs
+        costs = [r.cost for r in runs if r.cost is not None]
+        return {
+            "runs": len(runs),
+            "passed": sum(r.status == "passed" for r in runs),
+            "failed": sum(r.status == "failed" for r in runs),
+            "errored": sum(r.status == "errored" for r in runs),
+            "pass_rate": self.pass_rate,
+            "input_tokens": sum(r.input_tokens for r in runs),
+            "output_tokens": sum(r.output_tokens for r in runs),
+            "cost": sum(costs) if costs else None,
+            "mean_latency": sum(r.latency for r in runs) / len(runs) if runs else 0.0,
+            "wall_time": self.wall_time,
+        }
+
+    @property
+    def by_scorer(self) -> dict[str, float]:
+        """Pass rate of each scorer over every run that reached scoring."""
+        counts: dict[str, list[int]] = {}
+        for run in self.runs:
+            for score in run.scores:
+                passed, total = counts.setdefault(score.scorer, [0, 0])
+                counts[score.scorer] = [passed + (score.passed and not score.error), total + 1]
+        return {name: passed / total for name, (passed, total) in counts.items()}
+
+    def case(self, case_id: str) -> CaseSummary:
+        for summary in self.cases:
+            if summary.case_id == case_id:
+                return summary
+        raise KeyError(case_id)
+
+    # ---------------------------------------------------------------- outputs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "repeats": self.repeats, "totals": self.totals, "by_scorer": self.by_scorer, "cases": [c.to_json() for c in self.cases]}
+
+    def write_json(self, path: str | os.PathLike[str]) -> None:
+        _atomic_write(Path(path), json.dumps(self.to_json(), indent=2, ensure_ascii=False))
+
+    def table(self) -> str:
+        """The scorecard for the terminal."""
+        scorer_names = list(self.by_scorer)
+        header = ["case", "pass", *scorer_names, "tokens", "cost", "latency"]
+        rows = [header]
+        for summary in self.cases:
+            cells = [summary.case_id, f"{summary.passed}/{len(summary.runs)}"]
+            for name in scorer_names:
+                cells.append(_scorer_cell(summary, name))
+            cells += [str(summary.input_tokens + summary.output_tokens), _money(summary.cost), f"{summary.mean_latency * 1000:.0f} ms"]
+            rows.append(cells)
+        t = self.totals
+        rows.append(["TOTAL", f"{t['passed']}/{t['runs']}", *[f"{self.by_scorer[n]:.0%}" for n in scorer_names], str(t["input_tokens"] + t["output_tokens"]), _money(t["cost"]), f"{t['mean_latency'] * 1000:.0f} ms"])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.insert(len(lines) - 1, "  ".join("-" * w for w in widths))
+        summary = f"pass rate {self.pass_rate:.0%} ({t['passed']} passed, {t['failed']} failed, {t['errored']} errored of {t['runs']} runs)"
+        problems = [f"  {r.case_id}#{r.repeat}: {r.error}" for r in self.runs if r.error]
+        return "\n".join([f"eval {self.name}", *lines, summary, *(["errors:", *problems] if problems else [])]) + "\n"
+
+    def markdown(self) -> str:
+        scorer_names = list(self.by_scorer)
+        lines = [f"# Eval {self.name}", "", f"**Pass rate {self.pass_rate:.0%}** over {len(self.runs)} runs ({self.repeats} per case).", ""]
+        lines.append("| case | pass rate | " + " | ".join(scorer_names) + " | tokens | cost | latency |")
+        lines.append("|---" * (len(scorer_names) + 5) + "|")
+        for s in self.cases:
+            lines.append(
+                f"| {s.case_id} | {s.pass_rate:.0%} | " + " | ".join(_scorer_cell(s, n) for n in scorer_names)
+                + f" | {s.input_tokens + s.output_tokens} | {_money(s.cost)} | {s.mean_latency * 1000:.0f} ms |"
+            )
+        failures = [r for r in self.runs if r.status != "passed"]
+        if failures:
+            lines += ["", "## Not passed", ""]
+            for r in failures:
+                why = r.error or "; ".join(f"{s.scorer}: {s.detail}" for s in r.scores if not s.passed)
+                lines.append(f"- `{r.case_id}` run {r.repeat}: {r.status} — {why}")
+        return "\n".join(lines) + "\n"
+
+    def html(self) -> str:
+        scorer_names = list(self.by_scorer)
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in ["case", "pass rate", *scorer_names, "tokens", "cost", "latency"])
+        body = []
+        for s in self.cases:
+            colour = "#dcfce7" if s.pass_rate == 1 else "#fee2e2" if s.pass_rate == 0 else "#fef9c3"
+            cells = [s.case_id, f"{s.pass_rate:.0%}", *[_scorer_cell(s, n) for n in scorer_names], str(s.input_tokens + s.output_tokens), _money(s.cost), f"{s.mean_latency * 1000:.0f} ms"]
+            body.append(f"<tr style='background:{colour}'>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+        return (
+            "<!doctype html><html><head><meta charset='utf-8'><title>eval</title><style>"
+            "body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}"
+            f"</style></head><body><h1>Eval {html.escape(self.name)}</h1><p><b>Pass rate {self.pass_rate:.0%}</b> over {len(self.runs)} runs.</p>"
+            f"<table><tr>{head}</tr>{''.join(body)}</table></body></html>"
+        )
+
+
+def _scorer_cell(summary: CaseSummary, name: str) -> str:
+    scores = [s for r in summary.runs for s in r.scores if s.scorer == name]
+    if not scores:
+        return "-"
+    if any(s.error for s in scores):
+        return "error"
+    return f"{sum(s.passed for s in scores)}/{len(scores)}"
+
+
+def _money(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+class ReportError(ValueError):
+    """A report file cannot be read."""
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such report") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise ReportError(f"{path}: not an eval report (no 'cases' list); write one with `bandoneon eval run ... --json FILE`")
+    return data
+
+
+@attrs.frozen
+class Regression:
+    case_id: str
+    before: float | None
+    after: float | None
+
+    def __str__(self) -> str:
+        if self.after is None:
+            return f"{self.case_id}: missing from the new report (was {self.before:.0%})"
+        if self.before is None:
+            return f"{self.case_id}: new case at {self.after:.0%}"
+        return f"{self.case_id}: {self.before:.0%} -> {self.after:.0%}"
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[Regression], list[Regression]]:
+    """(regressed, improved) cases between two JSON reports, by pass rate per case.
+    A case that disappeared counts as regressed."""
+    old = {c["id"]: float(c["pass_rate"]) for c in before["cases"]}
+    new = {c["id"]: float(c["pass_rate"]) for c in after["cases"]}
+    regressed = [Regression(i, old[i], new.get(i)) for i in old if i not in new or new[i] < old[i]]
+    improved = [Regression(i, old.get(i), new[i]) for i in new if i in old and new[i] > old[i]]
+    return regressed, improved

@@ -1,0 +1,164 @@
+"""The Sessions plugin: an agent whose history survives the process (level 9, resume the session).
+
+When the agent is built, the session's history (and the usage spent on it) is loaded into the
+agent; after every turn the new messages are appended, and after every run its usage. The
+session stays locked for writing until ``close()`` (or the process ends), so a second process
+opening it gets ``SessionLocked`` instead of interleaving its writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+import warnings
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import attrs
+
+import bandoneon
+
+from .lock import SessionLock
+from .records import LoadedSession, SessionError, check_session_id
+from .stores import JsonlStore, SessionStore, SqliteSessionStore, default_sessions_path, open_store
+
+__all__ = ["SessionDamaged", "Sessions", "open_session_plugin"]
+
+log = logging.getLogger("bandoneon.sessions")
+
+
+class SessionDamaged(UserWarning):
+    """A session was damaged on disk; its valid prefix was loaded and the original kept aside."""
+
+
+def _session_id(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+    check_session_id(value)
+
+
+@attrs.define
+class Sessions(bandoneon.Plugin):
+    """Save the agent's whole history under ``session_id`` and load it back next time.
+
+    Options: ``session_id`` (default: a new random id), ``store`` (``"jsonl"``, ``"sqlite"``, a
+    ``SessionStore``, or a name another plugin registered through ``register_memory`` with
+    kind ``"session_store"``), ``path`` (the JSONL folder or the SQLite file; default
+    ``$BANDONEON_SESSIONS_PATH`` or ``~/.bandoneon/sessions``).
+    """
+
+    name: ClassVar[str] = "sessions"
+
+    session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:12], validator=_session_id)
+    store: Any = None
+    path: str | None = None
+
+    damage: str | None = attrs.field(default=None, init=False)
+    _store: SessionStore | None = attrs.field(default=None, init=False, repr=False)
+    _lock: SessionLock | None = attrs.field(default=None, init=False, repr=False)
+    _saved: int = attrs.field(default=0, init=False, repr=False)
+    _last_saved: bandoneon.Message | None = attrs.field(default=None, init=False, repr=False)
+
+    # ---------------------------------------------------------------- opening
+
+    @bandoneon.hookimpl
+    def agent_created(self, agent: bandoneon.Agent) -> None:
+        if self._lock is not None:
+            raise SessionError(
+                f"session {self.session_id!r} is already open in another agent; give each agent its own "
+                "Sessions(...) (agent.fork() copies the plugin: fork the session instead)"
+            )
+        self._store = self._resolve_store(agent)
+        self._lock = self._store.lock(self.session_id)
+        try:
+            loaded = self._store.open_for_writing(self.session_id)
+        except BaseException:
+            self.close()
+            raise
+        self._install(agent, loaded)
+
+    def _resolve_store(self, agent: bandoneon.Agent) -> SessionStore:
+        factories: dict[str, Callable[..., SessionStore]] = {
+            "jsonl": lambda path: JsonlStore(path),
+            "sqlite": lambda path: SqliteSessionStore(path or default_sessions_path().with_suffix(".sqlite3")),
+        }
+
+        def register(kind: str, name: str, factory: Callable[..., Any]) -> None:
+            if kind == "session_store":
+                factories[name] = factory
+            # "embedder" and "store" are bandoneon-memory's; it checks them itself.
+
+        agent.hooks.register_memory(agent=agent, register=register)
+        if isinstance(self.store, SessionStore):
+            return self.store
+        if self.store is None:
+            return open_store(self.path)
+        if isinstance(self.store, str) and self.store in factories:
+            return factories[self.store](self.path)
+        raise bandoneon.ConfigError(f"sessions: unknown store {self.store!r}; known: {', '.join(sorted(factories))}, or a SessionStore")
+
+    def _install(self, agent: bandoneon.Agent, loaded: LoadedSession) -> None:
+        # The core has no public setter for the working history yet: these two lists are what
+        # Agent.fork() copies too. See the plugin README ("Needs from the core").
+        agent._messages[:] = loaded.messages
+        agent._transcript[:] = loaded.messages
+        agent.usage = loaded.usage
+        self._mark_saved(agent._transcript)
+        self.damage = loaded.damage
+        if loaded.damage:
+            log.warning("session %r was damaged: %s", self.session_id, loaded.damage)
+            warnings.warn(f"session {self.session_id!r} was damaged: {loaded.damage}", SessionDamaged, stacklevel=2)
+
+    def _mark_saved(self, transcript: list[bandoneon.Message]) -> None:
+        self._saved = len(transcript)
+        self._last_saved = transcript[-1] if transcript else None
+
+    # ---------------------------------------------------------------- saving
+
+    async def _flush(self, run: bandoneon.RunContext, usage: bandoneon.Usage | None = None) -> None:
+        if self._store is None or self._lock is None:
+            raise SessionError(f"session {self.session_id!r} was closed; build a new agent to go on")
+        transcript = run.transcript
+        replaced = self._saved > len(transcript) or (self._saved and transcript[self._saved - 1] is not self._last_saved)
+        new = list(transcript) if replaced else transcript[self._saved :]
+        if not new and usage is None and not replaced:
+            return
+        await asyncio.to_thread(self._store.append, self.session_id, new, usage=usage, clear=bool(replaced))
+        self._mark_saved(transcript)
+
+    @bandoneon.hookimpl
+    async def after_turn(self, run: bandoneon.RunContext) -> None:
+        await self._flush(run)
+
+    @bandoneon.hookimpl
+    async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:
+        await self._flush(run, usage=result.usage)
+
+    # ---------------------------------------------------------------- the rest
+
+    def close(self) -> None:
+        """Release the session's writer lock (another process may open it after this)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def fork(self, new_id: str, *, at: int | None = None) -> Sessions:
+        """Branch this session into ``new_id`` (its first ``at`` messages); returns a plugin for the branch."""
+        if self._store is None:
+            raise SessionError("fork needs an agent built with this plugin")
+        self._store.fork(self.session_id, new_id, at=at)
+        return Sessions(session_id=new_id, store=self._store)
+
+    @staticmethod
+    @bandoneon.hookimpl
+    def register_commands(subparsers: Any) -> None:
+        """``bandoneon sessions list|show|delete|fork``."""
+        from .cli import add_commands
+
+        add_commands(subparsers)
+
+
+def open_session_plugin(session_id: str, path: str | os.PathLike[str] | None = None) -> Sessions:
+    """The plugin ``bandoneon chat --session ID`` adds: resume ``session_id`` from ``path``
+    (a JSONL folder, or a ``.sqlite3`` file; default ``$BANDONEON_SESSIONS_PATH``)."""
+    return Sessions(session_id=session_id, store=open_store(path))

@@ -1,0 +1,284 @@
+"""Where sessions live: a folder of JSONL files, or one SQLite file. Same records, same rules.
+
+Both stores share everything but the bytes on disk (``SessionStore``): loading replays the
+records and recovers the valid prefix of a damaged session; opening for writing takes the
+session's lock and, if the session was damaged, keeps the damaged original aside
+(``<id>.jsonl.damaged-<time>`` / the ``damaged_records`` table) before rewriting the valid
+prefix, so nothing is ever thrown away and later appends never follow garbage.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import bandoneon
+
+from .lock import SessionLock
+from .records import (
+    LoadedSession,
+    SessionError,
+    check_session_id,
+    encode,
+    header_record,
+    message_record,
+    replay,
+    usage_record,
+    valid_cut,
+)
+
+__all__ = ["JsonlStore", "SessionStore", "SqliteSessionStore", "default_sessions_path", "open_store"]
+
+Records = list[tuple[str, bytes | str]]
+
+
+def default_sessions_path() -> Path:
+    """``$BANDONEON_SESSIONS_PATH``, else ``~/.bandoneon/sessions`` (a JSONL folder)."""
+    return Path(os.environ.get("BANDONEON_SESSIONS_PATH") or Path.home() / ".bandoneon" / "sessions")
+
+
+class SessionStore(abc.ABC):
+    """The shared logic. Subclasses say how records are read, appended, replaced and removed."""
+
+    @abc.abstractmethod
+    def _read(self, session_id: str) -> tuple[Records, str | None]:
+        """All records in order as ``(where, text)``, and a note if the last one is torn."""
+
+    @abc.abstractmethod
+    def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
+        """Add records after the last one, all or nothing as far as the medium allows."""
+
+    @abc.abstractmethod
+    def _replace(self, session_id: str, records: list[dict[str, Any]], *, keep_damaged: bool) -> str | None:
+        """Replace the whole session atomically; keep the old one aside if asked (returns where)."""
+
+    @abc.abstractmethod
+    def _remove(self, session_id: str) -> None:
+        """Delete the session's records."""
+
+    @abc.abstractmethod
+    def _ids(self) -> list[str]:
+        """Every stored session id."""
+
+    @abc.abstractmethod
+    def _lock_path(self, session_id: str) -> Path:
+        """The lock file of a session."""
+
+    # ------------------------------------------------------------ public
+
+    def lock(self, session_id: str) -> SessionLock:
+        """Take the session's writer lock; ``SessionLocked`` if someone else has it."""
+        return SessionLock(self._lock_path(check_session_id(session_id)), session_id).acquire()
+
+    def load(self, session_id: str) -> LoadedSession:
+        """The session as stored (empty if it does not exist); damage is described, not raised."""
+        records, torn = self._read(check_session_id(session_id))
+        return replay(session_id, records, torn=torn)
+
+    def exists(self, session_id: str) -> bool:
+        return self.load(session_id).exists
+
+    def open_for_writing(self, session_id: str) -> LoadedSession:
+        """Create the session, or repair a damaged one (the original is kept aside). Call with the lock held."""
+        loaded = self.load(session_id)
+        if not loaded.exists and loaded.damage is None:
+            created = time.time()
+            self._replace(session_id, [header_record(session_id, created)], keep_damaged=False)
+            return LoadedSession(session_id, created_at=created)
+        if loaded.damage is None:
+            return loaded
+        created = loaded.created_at or time.time()
+        records = [header_record(session_id, created, loaded.forked_from)]
+        records += [message_record(m) for m in loaded.messages]
+        if loaded.usage != bandoneon.Usage():
+            records.append(usage_record(loaded.usage))
+        kept = self._replace(session_id, records, keep_damaged=True)
+        damage = f"{loaded.damage}; the valid prefix ({len(loaded.messages)} messages) was kept and the damaged original saved as {kept}"
+        return LoadedSession(session_id, loaded.messages, loaded.usage, created, loaded.forked_from, damage, loaded.valid_records)
+
+    def append(self, session_id: str, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False) -> None:
+        """Append in one write (JSONL) or one transaction (SQLite). Call with the lock held."""
+        records: list[dict[str, Any]] = [{"type": "clear"}] if clear else []
+        records += [message_record(m) for m in messages]
+        if usage is not None:
+            records.append(usage_record(usage))
+        if records:
+            self._append(check_session_id(session_id), records)
+
+    def list(self) -> list[LoadedSession]:
+        """Every stored session, most recently created first."""
+        sessions = [self.load(session_id) for session_id in self._ids()]
+        return sorted(sessions, key=lambda s: -(s.created_at or 0))
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session; ``SessionLocked`` while someone has it open."""
+        if not self.exists(session_id) and not self.load(session_id).damage:
+            raise SessionError(f"there is no session {session_id!r}")
+        lock = self.lock(session_id)
+        try:
+            self._remove(session_id)
+        finally:
+            lock.release()
+
+    def fork(self, source_id: str, new_id: str, *, at: int | None = None) -> LoadedSession:
+        """A new session holding the first ``at`` messages of ``source_id`` (all by default).
+
+        The branch cannot cut between a tool call and its result. Usage starts at zero: the
+        branch has not spent anything yet.
+        """
+        source = self.load(source_id)
+        if not source.exists:
+            raise SessionError(f"cannot fork {source_id!r}: there is no such session")
+        if self.load(check_session_id(new_id)).exists:
+            raise SessionError(f"cannot fork into {new_id!r}: that session already exists")
+        at = len(source.messages) if at is None else at
+        valid_cut(source.messages, at)
+        lock = self.lock(new_id)
+        try:
+            created = time.time()
+            records = [header_record(new_id, created, source_id)] + [message_record(m) for m in source.messages[:at]]
+            self._replace(new_id, records, keep_damaged=False)
+        finally:
+            lock.release()
+        return self.load(new_id)
+
+
+class JsonlStore(SessionStore):
+    """One ``<id>.jsonl`` file per session in a folder, with ``<id>.lock`` beside it."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None = None):
+        self.folder = Path(folder) if folder is not None else default_sessions_path()
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({str(self.folder)!r})"
+
+    def file(self, session_id: str) -> Path:
+        return self.folder / f"{session_id}.jsonl"
+
+    def _lock_path(self, session_id: str) -> Path:
+        return self.folder / f"{session_id}.lock"
+
+    def _read(self, session_id: str) -> tuple[Records, str | None]:
+        try:
+            content = self.file(session_id).read_bytes()
+        except FileNotFoundError:
+            return [], None
+        except OSError as exc:
+            raise SessionError(f"session {session_id!r} cannot be read: {exc}") from None
+        lines = content.split(b"\n")
+        last = lines.pop()  # b"" when the file ends with a newline, as every complete write does
+        torn = f"line {len(lines) + 1} is incomplete (a write was cut short)" if last else None
+        return [(f"line {number}", line) for number, line in enumerate(lines, 1)], torn
+
+    def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
+        data = "".join(encode(r) + "\n" for r in records).encode()
+        descriptor = os.open(self.file(session_id), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(descriptor, data)  # one write: a crash can tear only this batch's tail
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    def _replace(self, session_id: str, records: list[dict[str, Any]], *, keep_damaged: bool) -> str | None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.file(session_id)
+        kept = None
+        if keep_damaged and target.exists():
+            kept_path = target.with_name(f"{target.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+            os.link(target, kept_path)
+            kept = str(kept_path)
+        temporary = target.with_name(f".{target.name}.tmp")
+        with open(temporary, "wb") as file:
+            file.write("".join(encode(r) + "\n" for r in records).encode())
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+        return kept
+
+    def _remove(self, session_id: str) -> None:
+        self.file(session_id).unlink(missing_ok=True)
+
+    def _ids(self) -> list[str]:
+        return sorted(p.stem for p in self.folder.glob("*.jsonl")) if self.folder.is_dir() else []
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (session_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq));
+CREATE TABLE IF NOT EXISTS damaged_records (session_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT, moved_at REAL NOT NULL);
+"""
+
+
+class SqliteSessionStore(SessionStore):
+    """Every session in one SQLite file; each append is one transaction. Locks in ``<file>.locks/``."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"SqliteSessionStore({str(self.path)!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=10)
+        connection.executescript(_SCHEMA)
+        return connection
+
+    def _run(self, work: Any) -> Any:
+        connection = self._connect()
+        try:
+            with connection:
+                return work(connection)
+        finally:
+            connection.close()
+
+    def _lock_path(self, session_id: str) -> Path:
+        return self.path.with_name(self.path.name + ".locks") / f"{session_id}.lock"
+
+    def _read(self, session_id: str) -> tuple[Records, str | None]:
+        rows = self._run(lambda c: c.execute("SELECT seq, data FROM records WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall())
+        return [(f"row {seq}", data) for seq, data in rows], None
+
+    def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
+        def work(connection: sqlite3.Connection) -> None:
+            (last,) = connection.execute("SELECT coalesce(max(seq), -1) FROM records WHERE session_id = ?", (session_id,)).fetchone()
+            connection.executemany(
+                "INSERT INTO records (session_id, seq, data) VALUES (?, ?, ?)",
+                [(session_id, last + 1 + n, encode(r)) for n, r in enumerate(records)],
+            )
+
+        self._run(work)
+
+    def _replace(self, session_id: str, records: list[dict[str, Any]], *, keep_damaged: bool) -> str | None:
+        def work(connection: sqlite3.Connection) -> None:
+            if keep_damaged:
+                connection.execute(
+                    "INSERT INTO damaged_records SELECT session_id, seq, data, ? FROM records WHERE session_id = ?", (time.time(), session_id)
+                )
+            connection.execute("DELETE FROM records WHERE session_id = ?", (session_id,))
+            connection.executemany(
+                "INSERT INTO records (session_id, seq, data) VALUES (?, ?, ?)", [(session_id, n, encode(r)) for n, r in enumerate(records)]
+            )
+
+        self._run(work)
+        return f"table damaged_records of {self.path}" if keep_damaged else None
+
+    def _remove(self, session_id: str) -> None:
+        self._run(lambda c: c.execute("DELETE FROM records WHERE session_id = ?", (session_id,)))
+
+    def _ids(self) -> list[str]:
+        if not self.path.exists():
+            return []
+        return [row[0] for row in self._run(lambda c: c.execute("SELECT DISTINCT session_id FROM records ORDER BY session_id").fetchall())]
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> SessionStore:
+    """A ``.sqlite3`` / ``.sqlite`` / ``.db`` file is a SQLite store; anything else is a JSONL folder."""
+    location = Path(path) if path is not None else default_sessions_path()
+    if location.suffix in (".sqlite3", ".sqlite", ".db"):
+        return SqliteSessionStore(location)
+    return JsonlStore(location)

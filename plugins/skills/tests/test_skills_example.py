@@ -1,0 +1,46 @@
+"""The level 8 example runs end to end with a scripted model, so it cannot rot."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from bandoneon.testing import ScriptedModel, call
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_08_skills.py"
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("level_08_skills", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bakery_loads_the_cake_skill_and_checks_the_calendar(capsys):
+    example = load_example()
+    model = ScriptedModel(
+        call("load_skill", name="custom-cake-order"),
+        call("check_calendar", day="Friday", line="nut-free"),
+        "A 24 cm chocolate cake from the nut-free line, baked Friday morning. The deposit is 50%. Shall I book it?",
+    )
+    result = example.main(model)
+    model.assert_all_used()
+    assert result.ok and "nut-free" in result.text
+    prompt = model.requests[0].system_prompt
+    for name in ("custom-cake-order", "catering-quote", "allergen-info"):
+        assert f"`{name}`" in prompt
+    assert "Nut allergy" not in prompt  # bodies stay on the shelf until loaded
+    tool_results = [m.content for m in result.messages if m.role == "tool"]
+    assert "Nut allergy → the nut-free line" in tool_results[0]
+    assert tool_results[1].startswith("07:00-11:00 free")
+    assert "loaded: <skill name=\"custom-cake-order\">" in capsys.readouterr().out
+
+
+def test_the_cake_skill_keeps_the_model_to_its_tools():
+    example = load_example()
+    model = ScriptedModel(call("load_skill", name="custom-cake-order"), call("load_skill", name="allergen-info"), "ok")
+    agent = example.build_agent(model)
+    agent.add_tool(example.bandoneon.tool(lambda to: "sent"))
+    result = agent.run_sync(example.PROMPT)
+    assert result.ok
