@@ -29,6 +29,7 @@ class RunContext:
     ``messages`` is the working history the model will be sent (compaction may shorten it);
     ``agent.transcript`` keeps everything. ``state`` is scratch space for plugins, one key
     each, living as long as the run. ``deps`` is whatever the caller passed to ``run``.
+    ``last_request`` is the last request sent to the model (system prompt included).
     """
 
     agent: Agent
@@ -40,6 +41,7 @@ class RunContext:
     tools: dict[str, Tool]
     deps: Any = None
     parent: RunContext | None = None
+    last_request: ModelRequest | None = None
     wants_events: bool = False
     wants_deltas: bool = False
     turn: int = 0

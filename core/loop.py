@@ -99,7 +99,11 @@ async def run_loop(run: RunContext) -> RunResult:
     assert stop is not None
     text = _final_text(run, stop)
     if not stop.is_answer and stop.reason != "cancelled" and hooks.implements("wrap_up"):
-        message = await hooks.wrap_up(run, stop)
+        try:
+            message = await hooks.wrap_up(run, stop)
+        except Exception:  # the limit's result stands; a failed wrap-up must not lose it
+            log.warning("wrap_up failed; keeping the %s result", stop.reason, exc_info=True)
+            message = None
         if message is not None:
             run.append(message)
             text = message.content or None
@@ -216,6 +220,7 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
         attempt += 1
         if run.wants_events:
             await run.emit(ProviderRequest(run.run_id, run.turn, request, attempt))
+        run.last_request = request
         streamed = _DeltaForwarder(run) if request.stream else None
         try:
             call = run.provider.complete(request, on_delta=streamed)

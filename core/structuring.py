@@ -113,6 +113,8 @@ def _explain(exc: BaseException, data: Any, cls: Any, path: str = "") -> list[st
         return [f"Field {path!r} must be {type_phrase(exc.expected)}, got {describe_value(exc.value)}."]
     if isinstance(exc, BaseExceptionGroup):
         return [p for sub in exc.exceptions for p in _explain(sub, data, cls, path)]
+    if isinstance(exc, (ValueError, TypeError)) and type(exc).__module__ != "builtins":
+        return [str(exc)]  # a class's own validation message (a plugin's ConfigError) says it best
     where = f"Field {path!r}" if path else "The arguments"
     return [f"{where} must be {type_phrase(cls)}, got {describe_value(data)}."]
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import bandoneon
-from bandoneon_compaction import Compaction
+from bandoneon_compaction import Compaction, is_note
 
 # The window compaction fits in. A real model's window is learned from the server or set with
 # Agent(context_window=...); the plugin's own `window` is a smaller budget on top (the smaller wins).
-WINDOW = 2_000
+WINDOW = 2_200
 
 ORDERS = {
     4471: {
@@ -101,7 +101,8 @@ def main(model=None) -> bandoneon.RunResult:
         print(f"> {prompt}")
         result = agent.run_sync(prompt)
         print(f"{result.text}  [stop={result.stop}]")
-    print(f"sent: {len(agent.messages)} messages; transcript: {len(agent.transcript)} messages")
+    shortened = sum(is_note(m.content) for m in agent.messages)
+    print(f"working history: {len(agent.messages)} messages, {shortened} shortened to a note; transcript: {len(agent.transcript)} messages, intact")
     assert result is not None
     return result
 

@@ -17,6 +17,7 @@ them with `bandoneon memory list --scope c-2291`.
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Annotated, Literal
 
 import bandoneon
@@ -39,7 +40,8 @@ def place_order(
     ship_to: Annotated[str, "The city to ship to"],
 ) -> str:
     """Roast, grind and ship an order. Returns the order number."""
-    return f"Order R-{abs(hash((origin, kilos, grind, ship_to))) % 10000:04d}: {kilos:g} kg {origin}, {grind}, to {ship_to}."
+    number = zlib.crc32(f"{origin}|{kilos}|{grind}|{ship_to}".encode()) % 10000
+    return f"Order R-{number:04d}: {kilos:g} kg {origin}, {grind}, to {ship_to}."
 
 
 def build_agent(model=None) -> bandoneon.Agent:

@@ -1,6 +1,5 @@
 """Notes in the prompt, the register_memory extension point, and the `bandoneon memory` commands."""
 
-import argparse
 
 import pytest
 
@@ -122,11 +121,10 @@ def test_a_misspelled_option_is_an_error_naming_it():
 
 
 def cli(*argv):
-    parser = argparse.ArgumentParser(prog="bandoneon")
-    subparsers = parser.add_subparsers(required=True)
-    Memory.register_commands(subparsers)
-    args = parser.parse_args(list(argv))
-    return args.handler(args)
+    """Through the real `bandoneon` command line, which finds the plugin by its entry point."""
+    from bandoneon.cli import main
+
+    return main(list(argv))
 
 
 def seed(tmp_path):

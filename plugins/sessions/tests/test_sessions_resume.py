@@ -1,6 +1,5 @@
 """Save the whole history under a session id and load it back, in JSONL and in SQLite."""
 
-import argparse
 import subprocess
 import sys
 import textwrap
@@ -235,10 +234,10 @@ def test_fork_of_an_unknown_session_or_into_an_existing_one_is_an_error(store):
 
 
 def cli(*argv):
-    parser = argparse.ArgumentParser(prog="bandoneon")
-    Sessions.register_commands(parser.add_subparsers(required=True))
-    args = parser.parse_args(list(argv))
-    return args.handler(args)
+    """Through the real `bandoneon` command line, which finds the plugin by its entry point."""
+    from bandoneon.cli import main
+
+    return main(list(argv))
 
 
 def location(store):

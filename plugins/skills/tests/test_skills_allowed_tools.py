@@ -144,3 +144,12 @@ def test_a_refusal_is_a_tool_refused_event():
     agent.on("tool_refused", seen.append)
     agent.run_sync("cake")
     assert [e.call.name for e in seen] == ["send_email"]
+
+
+def test_a_fork_carries_the_loaded_skill_with_its_history():
+    model = ScriptedModel(call("load_skill", name="custom-cake-order"), "loaded", call("send_email", to="x"), "ok")
+    agent = make_agent(model)
+    agent.run_sync("cake")
+    forked = agent.fork()
+    forked.run_sync("mail it")
+    assert ran == []

@@ -39,8 +39,17 @@ def test_the_bakery_loads_the_cake_skill_and_checks_the_calendar(capsys):
 
 def test_the_cake_skill_keeps_the_model_to_its_tools():
     example = load_example()
-    model = ScriptedModel(call("load_skill", name="custom-cake-order"), call("load_skill", name="allergen-info"), "ok")
+    sent = []
+
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return "sent"
+
+    model = ScriptedModel(call("load_skill", name="custom-cake-order"), call("send_email", to="baker"), "ok")
     agent = example.build_agent(model)
-    agent.add_tool(example.bandoneon.tool(lambda to: "sent"))
+    agent.add_tool(send_email)
     result = agent.run_sync(example.PROMPT)
-    assert result.ok
+    refusal = [m for m in result.messages if m.role == "tool"][1]
+    assert refusal.is_error and "custom-cake-order allows check_calendar" in refusal.content
+    assert sent == [] and result.ok

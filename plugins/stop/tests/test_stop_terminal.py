@@ -112,3 +112,7 @@ def test_terminal_tool_over_http(mock_llm: MockLLMServer):
     assert (result.stop, result.answer) == ("terminal_tool", {"item": "star", "block": 3})
     assert len(mock_llm.requests) == 2
     mock_llm.assert_all_used()
+
+
+def test_the_plugin_is_discovered_through_its_entry_point():
+    assert bandoneon.load_plugin("stop") is StopRules

@@ -113,7 +113,7 @@ class Compaction(bandoneon.Plugin):
         after = shrunk.tokens_after
         if self.summarize and shrunk.dropped:
             summary = await summarise(
-                run, shrunk.dropped, max_tokens=self.summary_tokens, input_chars=max(1_000, 4 * (limit - self.summary_tokens))
+                run, shrunk.dropped, max_tokens=self.summary_tokens, input_chars=max(1_000, 4 * (limit - self.summary_tokens) - 1_000)
             )
             if summary is not None:
                 summary = self._clip(summary)

@@ -68,8 +68,9 @@ def shrink_history(
 
     Order, oldest first, stopping as soon as it fits: (1) old tool results become a one-line
     note with a preview; (2) old exchanges are dropped whole (leaving ``summary_room`` tokens
-    for a summary); (3) only if the request still cannot fit, the largest tool results of the
-    protected tail are cut to a note too: sending them would fail at the provider anyway.
+    for a summary); (3) only if the request still cannot fit, tool results of the protected
+    tail are cut to a note too (any result bigger than the whole budget first, then oldest
+    first): sending them would fail at the provider anyway.
 
     Never touched: the first user request; groups holding a result of a tool for which
     ``keeps_result(name)`` is true (not re-runnable: neither cut nor dropped); and, unless
@@ -111,7 +112,7 @@ def shrink_history(
     for index in range(shape.keep_from):
         if total <= limit:
             break
-        if shortenable(index):
+        if items[index].role == "tool" and shortenable(index):
             saved = shorten(index, _TRUNCATED, "Call {name} again if you need the details.")
             if saved:
                 total -= saved
@@ -144,12 +145,15 @@ def shrink_history(
     if exchanges:
         removed.append(f"dropped {exchanges} old exchange(s): {messages_dropped} message(s), {saved_total:,} tokens")
 
-    # (3) Last resort: a tail that cannot fit (one result bigger than the window) would be
-    # rejected by the provider on every turn. Cut its largest re-runnable results, and say so.
+    # (3) Last resort: a tail that cannot fit would be rejected by the provider on every turn.
+    # Cut its re-runnable results, and say so: first those that could never fit even alone
+    # (one result bigger than the window), then the others oldest first, as everywhere.
     if total > limit:
         cut_names = Counter()
         saved_total = 0
-        tail = sorted((i for i in range(shape.keep_from, len(items)) if shortenable(i)), key=lambda i: -sizes[i])
+        candidates = [i for i in range(shape.keep_from, len(items)) if shortenable(i)]
+        hopeless = limit - fixed_tokens
+        tail = [i for i in candidates if sizes[i] > hopeless] + [i for i in candidates if sizes[i] <= hopeless]
         for index in tail:
             if total <= limit:
                 break

@@ -46,7 +46,7 @@ class RecordingProvider:
 
     async def complete(self, request: bandoneon.ModelRequest, *, on_delta: bandoneon.DeltaCallback | None = None) -> bandoneon.ModelReply:
         reply = await self.inner.complete(request, on_delta=on_delta)
-        line = json.dumps({"request": _request_json(request), "reply": bandoneon.unstructure(reply)}, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps({"model": self.model, "request": _request_json(request), "reply": bandoneon.unstructure(reply)}, ensure_ascii=False, default=str) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -67,6 +67,7 @@ class ReplayProvider:
     def __init__(self, path: str | os.PathLike[str], *, model: str | None = None, context_window: int | None = None):
         self.path = Path(path)
         self._exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        recorded_model: str | None = None
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
@@ -77,10 +78,10 @@ class ReplayProvider:
             try:
                 data = json.loads(line)
                 self._exchanges.append((data["request"], data["reply"]))
+                recorded_model = recorded_model or data.get("model")
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise bandoneon.ConfigError(f"{self.path}:{number}: not a recorded exchange ({type(exc).__name__}: {exc})") from None
         self._used = [False] * len(self._exchanges)
-        recorded_model = self._exchanges[0][1].get("model") if self._exchanges else None
         self.model = model or recorded_model or "replay"
         self._window = context_window
 

@@ -9,6 +9,7 @@ settings share one load.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -132,6 +133,18 @@ def shared_engine(settings: EngineSettings) -> Engine:
             engine = Engine(_load(settings), settings)
             _engines[settings] = engine
         return engine
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the models while the interpreter is whole: llama-cpp-python's ``__del__`` fails
+    noisily when it runs during shutdown, after its C bindings were torn down."""
+    with _engines_lock:
+        engines = list(_engines.values())
+        _engines.clear()
+    for engine in engines:
+        with engine.lock:
+            engine.llama.close()
 
 
 def _load(settings: EngineSettings) -> Any:

@@ -1,0 +1,341 @@
+"""The sections of the benchmark suite. Each returns a markdown section with its figures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import attrs
+
+import bandoneon
+import scenarios
+from timing import compare_async, compare_sync, ms, us
+
+HERE = Path(__file__).resolve().parent
+PEERS_VENV = HERE / ".peers" / "venv"
+
+
+@attrs.frozen
+class Scale:
+    iterations: int
+    rounds: int
+    concurrent: int
+    http_iterations: int
+
+    @classmethod
+    def full(cls) -> Scale:
+        return cls(iterations=1000, rounds=9, concurrent=1000, http_iterations=200)
+
+    @classmethod
+    def quick(cls) -> Scale:
+        return cls(iterations=200, rounds=3, concurrent=200, http_iterations=50)
+
+
+def _verdict(value: float, target: float, smaller_is_better: bool = True) -> str:
+    met = value <= target if smaller_is_better else value >= target
+    return "met" if met else f"**missed** by {value / target:.2f}×" if smaller_is_better else f"**missed** ({value:.2f} < {target})"
+
+
+# ---------------------------------------------------------------- 1. loop overhead
+
+
+async def _all_installed_plugins() -> tuple[list[object], list[str]]:
+    """Every installed plugin that works with its default options on the benchmark run."""
+    active, skipped = [], []
+    for name in sorted(bandoneon.installed_plugins()):
+        try:
+            plugin = bandoneon.build_plugin(bandoneon.load_plugin(name))
+            await scenarios.bandoneon_run(scenarios.bandoneon_agent([plugin]))
+        except Exception as exc:  # needs options or a deployment (a scope, a server): not switched on blindly
+            skipped.append(f"{name} ({type(exc).__name__})")
+            continue
+        active.append(plugin)
+    return active, skipped
+
+
+def loop_overhead(scale: Scale) -> str:
+    text, defaults = asyncio.run(_loop_overhead_awaited(scale))
+    sync_medians = compare_sync(
+        {"bandoneon run_sync, default plugins": lambda: scenarios.bandoneon_run_sync(defaults)},
+        iterations=scale.iterations,
+        rounds=scale.rounds,
+    )
+    run_sync = sync_medians["bandoneon run_sync, default plugins"]
+    return text + f"- `run_sync` (default plugins): {us(run_sync)} per run; target ≤ 120 µs: {_verdict(run_sync, 120e-6)}\n"
+
+
+async def _loop_overhead_awaited(scale: Scale) -> tuple[str, bandoneon.Agent]:
+    defaults = scenarios.bandoneon_agent(None)
+    bare_core = scenarios.bandoneon_agent([])
+    everything, skipped = await _all_installed_plugins()
+    try:
+        all_active = scenarios.bandoneon_agent(everything)
+    except Exception as exc:
+        all_active, skipped = None, skipped + [f"all-together ({exc})"]
+    contenders = {
+        "bare level-2 loop": scenarios.bare_loop,
+        "bandoneon, default plugins": lambda: scenarios.bandoneon_run(defaults),
+        "bandoneon, no plugins": lambda: scenarios.bandoneon_run(bare_core),
+    }
+    if all_active is not None:
+        contenders["bandoneon, every installed plugin active"] = lambda: scenarios.bandoneon_run(all_active)
+    medians = await compare_async(contenders, iterations=scale.iterations, rounds=scale.rounds)
+    floor = medians["bare level-2 loop"]
+    default = medians["bandoneon, default plugins"]
+    lines = [
+        "## Loop overhead: 2-turn run on an in-process fake model (awaited in a running loop)\n",
+        "| contender | median per run | ratio to the bare loop |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {name} | {us(value)} | {value / floor:.1f}× |" for name, value in medians.items()]
+    lines.append("")
+    lines.append(f"- default plugins active: {', '.join(bandoneon.plugin_name(p) for p in defaults.plugins) or 'none'}")
+    if all_active is not None:
+        lines.append(f"- every installed plugin active: {', '.join(bandoneon.plugin_name(p) for p in all_active.plugins)}")
+    if skipped:
+        lines.append(f"- not activatable with default options (skipped): {', '.join(skipped)}")
+    lines.append(f"- target ≤ 100 µs with default plugins: {_verdict(default, 100e-6)}; target ratio to the bare loop < 30×: {_verdict(default / floor, 30)}")
+    return "\n".join(lines) + "\n", defaults
+
+
+# ---------------------------------------------------------------- 2. peers
+
+
+def peers(scale: Scale) -> str:
+    """The same 2-turn run in each peer framework, in its own venv, interleaved with bandoneon."""
+    python = PEERS_VENV / "bin" / "python"
+    if not python.exists():
+        _install_peers()
+    scripts = {"bandoneon (default plugins)": (sys.executable, HERE / "peers" / "bandoneon_2turn.py")}
+    for script in sorted((HERE / "peers").glob("peer_*.py")):
+        scripts[script.stem.removeprefix("peer_")] = (str(python), script)
+    rounds = max(3, scale.rounds // 2)
+    samples: dict[str, list[float]] = {name: [] for name in scripts}
+    failures: dict[str, str] = {}
+    names = list(scripts)
+    for round_index in range(rounds):
+        order = names[round_index % len(names):] + names[: round_index % len(names)]
+        for name in order:
+            if name in failures:
+                continue
+            executable, script = scripts[name]
+            completed = subprocess.run(
+                [executable, str(script), "--iterations", str(scale.iterations)], capture_output=True, text=True, timeout=600
+            )
+            if completed.returncode != 0:
+                failures[name] = (completed.stderr.strip().splitlines() or ["failed"])[-1][:200]
+                continue
+            samples[name].append(json.loads(completed.stdout.strip().splitlines()[-1])["median_s"])
+    results = {name: statistics.median(values) for name, values in samples.items() if values}
+    ours = results.get("bandoneon (default plugins)")
+    lines = [
+        "## Against the peers: the same 2-turn fake-model run, each in its own process, interleaved\n",
+        "| framework | median per run | bandoneon is faster by |",
+        "|---|---|---|",
+    ]
+    for name, value in sorted(results.items(), key=lambda item: item[1]):
+        lines.append(f"| {name} | {us(value)} | {'—' if name.startswith('bandoneon') or not ours else f'{value / ours:.1f}×'} |")
+    for name, reason in failures.items():
+        lines.append(f"| {name} | failed: {reason} | |")
+    peer_values = [v for n, v in results.items() if not n.startswith("bandoneon")]
+    if ours and peer_values:
+        fastest = min(peer_values)
+        lines.append(f"\n- target: at least 3× faster than the fastest peer: {fastest / ours:.1f}× → {_verdict(fastest / ours, 3, smaller_is_better=False)}")
+    lines.append(f"- peers pinned in `benchmarks/peers/requirements.txt`, installed in `{PEERS_VENV.relative_to(HERE.parent)}`")
+    return "\n".join(lines) + "\n"
+
+
+def _install_peers() -> None:
+    PEERS_VENV.parent.mkdir(exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+    subprocess.run([str(PEERS_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(HERE / "peers" / "requirements.txt")], check=True)
+
+
+# ---------------------------------------------------------------- 3. over loopback HTTP
+
+
+def _openai_two_turn(request) -> object:
+    from bandoneon.testing import Reply
+
+    messages = request.json["messages"]
+    if messages[-1]["role"] == "tool":
+        return Reply(text=scenarios.ANSWER, usage=(20, 8))
+    return Reply(tool_calls=[("get_forecast", {"city": "Paris"})], usage=(10, 5))
+
+
+async def _bare_httpx_loop(client, base_url: str) -> str:
+    tools = [{"type": "function", "function": {"name": "get_forecast", "description": "Daily forecast for one city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+    async def chat(messages):
+        response = await client.post(f"{base_url}/chat/completions", json={"model": "bench", "messages": messages, "tools": tools, "tool_choice": "auto"})
+        return response.json()["choices"][0]
+
+    return await scenarios.bare_loop(chat=chat)
+
+
+async def over_http(scale: Scale) -> str:
+    import httpx
+
+    from bandoneon.testing import MockLLMServer
+
+    with MockLLMServer() as server:
+        server.respond_with(_openai_two_turn)
+        agent = bandoneon.Agent(f"openai-compatible:bench@{server.base_url}", tools=[scenarios.FORECAST_TOOL], context_files=False, context_window=128_000)
+        async with httpx.AsyncClient(verify=False) as client:
+            medians = await compare_async(
+                {
+                    "bare httpx loop": lambda: _bare_httpx_loop(client, server.base_url),
+                    "bandoneon, default plugins": lambda: scenarios.bandoneon_run(agent),
+                },
+                iterations=scale.http_iterations,
+                rounds=scale.rounds,
+                warmup=20,
+            )
+    floor, ours = medians["bare httpx loop"], medians["bandoneon, default plugins"]
+    return (
+        "## Over loopback HTTP: the same run against the testing kit's server\n\n"
+        "| contender | median per run | ratio |\n|---|---|---|\n"
+        f"| bare httpx loop (the floor) | {ms(floor)} | 1.00× |\n"
+        f"| bandoneon, default plugins | {ms(ours)} | {ours / floor:.2f}× |\n\n"
+        f"- target within 1.15× of the bare httpx loop: {_verdict(ours / floor, 1.15)}\n"
+    )
+
+
+# ---------------------------------------------------------------- 4. concurrency
+
+
+def concurrency(scale: Scale) -> str:
+    """Each contender in its own process, so peak memory is its own."""
+    rows = []
+    for contender in ("bare", "bandoneon"):
+        completed = subprocess.run(
+            [sys.executable, str(HERE / "concurrent_runs.py"), contender, str(scale.concurrent)], capture_output=True, text=True, timeout=900
+        )
+        if completed.returncode != 0:
+            rows.append((contender, None, completed.stderr.strip()[-300:]))
+            continue
+        rows.append((contender, json.loads(completed.stdout.strip().splitlines()[-1]), ""))
+    lines = [
+        f"## {scale.concurrent:,} concurrent runs in one process against the loopback server\n",
+        "| contender | runs/s | p50 | p99 | errors | peak RSS | RSS per session |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    figures = {}
+    for contender, data, error in rows:
+        if data is None:
+            lines.append(f"| {contender} | failed: {error} | | | | | |")
+            continue
+        figures[contender] = data
+        lines.append(
+            f"| {contender} | {data['throughput']:,.0f} | {ms(data['p50'])} | {ms(data['p99'])} | {data['errors']} | "
+            f"{data['peak_rss_mb']:.0f} MiB | {data['rss_per_session_kb']:.0f} KiB |"
+        )
+    if "bare" in figures and "bandoneon" in figures:
+        ratio = figures["bandoneon"]["throughput"] / figures["bare"]["throughput"]
+        lines.append(f"\n- throughput ratio {ratio:.2f}; target ≥ 0.8: {_verdict(ratio, 0.8, smaller_is_better=False)}")
+        lines.append(f"- bandoneon peak RSS {figures['bandoneon']['peak_rss_mb']:.0f} MiB; target ≤ 200 MiB for 1,000 sessions: {_verdict(figures['bandoneon']['peak_rss_mb'], 200)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- 5. start-up
+
+
+def _wall(code: str, runs: int = 9) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _importtime() -> float:
+    completed = subprocess.run([sys.executable, "-X", "importtime", "-c", "import bandoneon"], capture_output=True, text=True, check=True)
+    for line in completed.stderr.splitlines():
+        if line.rstrip().endswith("| bandoneon"):
+            return int(line.split("|")[1]) / 1e6
+    raise RuntimeError("bandoneon not in -X importtime output")
+
+
+def startup(scale: Scale) -> str:
+    baseline = _wall("pass")
+    import_wall = _wall("import bandoneon") - baseline
+    importtime = _importtime()
+    discovery = _wall("import bandoneon; bandoneon.installed_plugins()") - baseline - import_wall
+    load_all = _wall("import bandoneon\nfor p in bandoneon.installed_plugins().values(): p.load()") - baseline - import_wall
+    creation = compare_sync(
+        {
+            "agent with one tool, no plugins": lambda: scenarios.bandoneon_agent([]),
+            "agent with one tool, default plugins": lambda: scenarios.bandoneon_agent(None),
+        },
+        iterations=max(100, scale.iterations // 5),
+        rounds=scale.rounds,
+    )
+    lines = [
+        "## Start-up\n",
+        "| what | time |",
+        "|---|---|",
+        f"| `import bandoneon` (wall, minus bare interpreter start) | {ms(import_wall)} |",
+        f"| `import bandoneon` (`-X importtime`, cumulative) | {ms(importtime)} |",
+        f"| plugin discovery (`installed_plugins()`, {len(bandoneon.installed_plugins())} installed) | {ms(max(discovery, 0))} |",
+        f"| importing every installed plugin | {ms(max(load_all, 0))} |",
+    ]
+    lines += [f"| {name} | {us(value)} |" for name, value in creation.items()]
+    lines.append(f"\n- target `import bandoneon` ≤ 100 ms with every plugin installed: {_verdict(import_wall, 0.1)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- 6. compaction
+
+
+def compaction(scale: Scale) -> str:
+    try:
+        from compaction_bench import time_compaction
+    except ImportError as exc:
+        return f"## Compaction\n\nnot measured: {exc}\n"
+    rows = [(n, time_compaction(n)) for n in (100, 1_000, 10_000)]
+    lines = ["## Compaction of long histories\n", "| messages | time | per message |", "|---|---|---|"]
+    lines += [f"| {n:,} | {ms(t)} | {us(t / n)} |" for n, t in rows]
+    growth = (rows[2][1] / rows[1][1]) if rows[1][1] else float("nan")
+    lines.append(f"\n- 1,000 → 10,000 messages: {growth:.1f}× the time (linear is 10×)")
+    lines.append(f"- target ≤ 50 ms for 10,000 messages: {_verdict(rows[2][1], 0.05)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- 7. streaming
+
+
+async def streaming(scale: Scale) -> str:
+    from streaming_bench import delta_latencies
+
+    latencies = await delta_latencies(count=max(200, scale.iterations))
+    return (
+        "## Streaming: from a delta written on the socket to the `text_delta` event\n\n"
+        f"- median {us(statistics.median(latencies))}, p99 {us(sorted(latencies)[int(len(latencies) * 0.99) - 1])} "
+        f"over {len(latencies)} deltas (server and client in one process, loopback)\n"
+    )
+
+
+# ---------------------------------------------------------------- 8. memory
+
+
+def memory(scale: Scale) -> str:
+    tracemalloc.start()
+    scenarios.bandoneon_agent(None)  # warm caches: plugin classes, schemas
+    before = tracemalloc.take_snapshot()
+    agents = [scenarios.bandoneon_agent(None) for _ in range(100)]
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    per_agent = sum(stat.size_diff for stat in after.compare_to(before, "filename")) / len(agents)
+    return (
+        "## Memory\n\n"
+        f"- an idle agent with one tool and the default plugins: {per_agent / 1024:.1f} KiB (tracemalloc, mean of 100); "
+        f"target ≤ 64 KiB: {_verdict(per_agent, 64 * 1024)}\n"
+        "- 1,000 concurrent sessions: see the concurrency section's peak RSS\n"
+    )

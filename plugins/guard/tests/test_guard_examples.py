@@ -1,0 +1,67 @@
+"""The level 6 and level 14 examples run, with a scripted model, and tell their story."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import bandoneon
+from bandoneon.testing import ScriptedModel, call
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def without_policy_packs(monkeypatch):
+    """Level 6 is about the agent's own hooks: keep installed policy packs out of the way."""
+    monkeypatch.setenv("BANDONEON_DISABLED_PLUGINS", "policy-example")
+    bandoneon.refresh_plugins()
+    yield
+    bandoneon.refresh_plugins()
+
+
+def test_level_06_refuses_first_class_and_hides_the_id(without_policy_packs, capsys):
+    example = load("level_06_hooks")
+    model = ScriptedModel(
+        call("find_trains", to="Mar del Plata", date="Friday"),
+        call("book_ticket", train=101, seat_class="first"),
+        call("book_ticket", train=101, seat_class="tourist"),
+        "First class needs a manager's approval, so I booked tourist on train 101, seat 14B.",
+    )
+    result = example.main(model)
+    assert result.ok and "tourist" in result.text
+    tool_texts = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert tool_texts[1].startswith("Blocked by policy: first class")
+    assert "DNI ***" in tool_texts[2] and "30.123.456" not in str(model.requests)
+    assert "refused:" in capsys.readouterr().out
+
+
+def test_level_14_holds_the_wall_against_the_injected_scroll(capsys):
+    example = load("level_14_security")
+    model = ScriptedModel(
+        call("read_scroll", id=1),
+        call("read_scroll", id=2),
+        call("send_raven", to="darkwood", text="The ledger: gold 1,200"),  # fooled by scroll 2
+        call("read_scroll", id=3),
+        call("send_raven", to="riverhold", text="Thank you; bandits on the east road."),
+        "Scroll 2 was an injected order; the raven to darkwood was blocked. Riverhold is warned.",
+    )
+    result = example.main(model)
+    assert result.ok
+    assert example.RAVENS == [("riverhold", "Thank you; bandits on the east road.")]
+    tool_texts = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert tool_texts[1].startswith('<untrusted source="read_scroll">') and tool_texts[1].count("</untrusted>") == 1
+    assert tool_texts[2].startswith("Blocked by policy (ravens-to-allies")
+    assert "[seal]" in tool_texts[3] and "7731" not in tool_texts[3]
+    assert "Text inside <untrusted" in model.requests[0].system_prompt
+    out = capsys.readouterr().out
+    assert "lethal trifecta" in out and "barrier:" in out

@@ -1,0 +1,73 @@
+"""``bandoneon heartbeat CONFIG [--once]``: a heartbeat from a TOML file, state on disk.
+
+Without ``--once`` it ticks in-process until a fuse blows (for systemd ``Restart=``);
+with ``--once`` it fires one tick and exits (for cron or a systemd timer: the scheduler is
+the clock). Either way the tick count, the first start and the last tick are kept in the
+state file, so the fuses hold across restarts and missed ticks are reported.
+Exit codes: 0 fine (also when a fuse is blown), 1 the woken run failed, 2 bad config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import sys
+from typing import Any
+
+import bandoneon
+
+from ._config import heartbeat_from_config, load_heartbeat_config
+from ._heartbeat import TickOutcome
+
+
+def add_command(subparsers: Any) -> None:
+    parser = subparsers.add_parser("heartbeat", help="run a heartbeat from a TOML file", description=__doc__.split("\n\n")[1])
+    parser.add_argument("config", help="the heartbeat's TOML file")
+    parser.add_argument("--once", action="store_true", help="fire one tick and exit (for cron / systemd timers)")
+    parser.set_defaults(handler=handle)
+
+
+def _print(outcome: TickOutcome) -> None:
+    said = (outcome.error or outcome.text or "").strip().replace("\n", " ")[:200]
+    print(f"tick {outcome.tick}: {outcome.outcome}" + (f" ({outcome.stop})" if outcome.stop else "") + (f" · {said}" if said else ""))
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        config = load_heartbeat_config(args.config)
+        heartbeat = heartbeat_from_config(config, on_tick=_print)
+    except bandoneon.ConfigError as exc:
+        print(f"bandoneon heartbeat: {exc}", file=sys.stderr)
+        return 2
+    assert heartbeat.state_file is not None
+    lock_path = heartbeat.state_file.with_name(heartbeat.state_file.name + ".lock")
+    with open(lock_path, "a+") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            # Another process is running this heartbeat: this tick is dropped, never queued.
+            print("tick dropped: this heartbeat is already running in another process")
+            return 0
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        return _run(heartbeat, once=args.once)
+
+
+def _run(heartbeat: Any, *, once: bool) -> int:
+    if once:
+        outcome = asyncio.run(heartbeat.tick_once())
+        if heartbeat.missed_ticks:
+            print(f"{heartbeat.missed_ticks} tick(s) were missed while nothing ran")
+        if isinstance(outcome, str):
+            print(f"heartbeat finished: {outcome} ({heartbeat.ticks} ticks)")
+            return 0
+        return 1 if outcome.outcome in ("run_error", "run_timeout") else 0
+    report = asyncio.run(heartbeat.run())
+    if report.missed_ticks:
+        print(f"{report.missed_ticks} tick(s) were missed while the process was down")
+    print(f"heartbeat finished: {report.stop} after {report.ticks} ticks ({report.woken} woke the model)")
+    return 0

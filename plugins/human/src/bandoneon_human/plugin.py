@@ -1,0 +1,333 @@
+"""The human plugin: approve, steer, escalate, keep a record (level 13).
+
+Approvals and steering live in ``before_tool_execution``; what the person says goes back
+to the model as the call's result. Every outcome (approved, denied, timeout, a channel that
+raised, a correction) is a loop result, never an exception, so no error handler can
+swallow it and let the tool run unapproved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Annotated, Any, ClassVar
+
+import attrs
+
+import bandoneon
+from bandoneon import RunContext
+
+from .audit import AuditLog
+from .channels import Answer, ApprovalRequest, Channel, Question, as_answer, as_channel
+from .events import ApprovalAnswered, ApprovalRequested, Steering
+from .pending import Pending, consume_pending, read_pending, write_pending
+
+__all__ = ["Human"]
+
+log = logging.getLogger("bandoneon.human")
+
+_NOT_ANSWERED = object()
+ASK_DESCRIPTION = (
+    "Ask the person you work for a question and wait for their answer. Use it when information is "
+    "missing, when two options are equally good, or when you are not sure what they want."
+)
+
+
+def _positive_or_none(name: str):
+    def check(_: Any, __: Any, value: float | None) -> None:
+        if value is not None and value < 0:
+            raise bandoneon.ConfigError(f"human: {name!r} must be a number of seconds >= 0 or None, got {value}")
+
+    return check
+
+
+@attrs.define
+class Human(bandoneon.Plugin):
+    """A person in the loop. ``agent.plugin("human").steer(text)`` corrects a run from any thread.
+
+    Calls need approval when their tool is flagged ``needs_approval`` or its name matches one
+    of ``approve`` (globs). ``channel`` is ``"terminal"``, ``"queue"`` (a ``HumanQueue``,
+    then reachable as ``plugin.channel``), ``"deny"``, a channel object or an approval callback.
+    """
+
+    name: ClassVar[str] = "human"
+
+    channel: Channel = attrs.field(default="terminal", converter=as_channel)
+    approve: list[str] = attrs.Factory(list)
+    timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none("timeout"))
+    ask_tool: str | None = "ask_human"
+    ask_description: str = ASK_DESCRIPTION
+    ask_timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none("ask_timeout"))
+    ask_default: str = "Go on with the safest choice, or stop and say what you need to know."
+    audit_log: str | None = None
+    pause_file: str | None = None
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+    _corrections: list[str] = attrs.field(factory=list, init=False, repr=False)
+    _waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = attrs.field(factory=set, init=False, repr=False)
+    _audit: AuditLog | None = attrs.field(default=None, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.audit_log:
+            self._audit = AuditLog(self.audit_log)
+
+    # ---------------------------------------------------------------- steering
+
+    def steer(self, text: str) -> None:
+        """Queue a correction, from any thread or task. At the next tool call the loop cancels
+        that call and the model reads ``text`` instead; a pending approval stops waiting."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("steer() needs the correction as non-empty text")
+        with self._lock:
+            self._corrections.append(text.strip())
+            waiters = list(self._waiters)
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    @property
+    def pending_corrections(self) -> list[str]:
+        """Corrections queued and not yet delivered (they wait for the next tool call)."""
+        with self._lock:
+            return list(self._corrections)
+
+    def _take_corrections(self) -> str | None:
+        with self._lock:
+            taken, self._corrections[:] = list(self._corrections), []
+        return "\n".join(taken) if taken else None
+
+    async def _steered(self, run: RunContext, call: bandoneon.ToolCall, text: str) -> bandoneon.Refuse:
+        state = self._state(run)
+        for message in reversed(run.messages):
+            if message.role == "assistant":
+                for sibling in message.tool_calls:
+                    if sibling.id != call.id and sibling.id not in state["answered"]:
+                        state["cancelled"].add(sibling.id)
+                break
+        self._record("steering", run_id=run.run_id, call_id=call.id, tool=call.name, text=text)
+        await run.emit(Steering(run.run_id, text, call))
+        return bandoneon.Refuse(f"Cancelled before it ran: the person interrupted. They say: {text}")
+
+    # ---------------------------------------------------------------- hooks
+
+    @staticmethod
+    def _state(run: RunContext) -> dict[str, Any]:
+        return run.state.setdefault("human", {"answered": {}, "cancelled": set(), "paused": None})
+
+    def needs_approval(self, tool: bandoneon.Tool) -> bool:
+        if tool.name == self.ask_tool:
+            return False
+        return tool.needs_approval or any(fnmatch.fnmatchcase(tool.name, pattern) for pattern in self.approve)
+
+    @bandoneon.hookimpl
+    async def before_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
+        state = self._state(run)
+        if call.id in state["cancelled"]:
+            return bandoneon.Refuse(f"Cancelled before it ran: the person interrupted (their correction is in another result of this turn); {call.name} did not run.")
+        decided = state["answered"].get(call.id, _NOT_ANSWERED)
+        if decided is not _NOT_ANSWERED:
+            return decided
+        correction = self._take_corrections()
+        if correction is not None:
+            return await self._steered(run, call, correction)
+        if self.needs_approval(tool):
+            return await self.request_approval(run, call, tool, arguments, reason=f"{tool.name} is marked as needing a person's approval")
+        return None
+
+    @bandoneon.hookimpl
+    def should_stop(self, run: RunContext) -> bandoneon.Stop | None:
+        paused = self._state(run)["paused"]
+        return bandoneon.Stop("paused", paused) if paused else None
+
+    @bandoneon.hookimpl
+    def register_tools(self, agent: bandoneon.Agent) -> list[bandoneon.Tool] | None:
+        if not self.ask_tool:
+            return None
+
+        async def ask_human(question: Annotated[str, "The question, written so a person can answer it without context"], run: RunContext) -> str:
+            return await self.ask(run, question)
+
+        return [bandoneon.tool(name=self.ask_tool, description=self.ask_description)(ask_human)]
+
+    @staticmethod
+    @bandoneon.hookimpl
+    def register_commands(subparsers: Any) -> None:
+        from .cli import add_human_command
+
+        add_human_command(subparsers)
+
+    # ---------------------------------------------------------------- approve
+
+    async def request_approval(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], *, reason: str) -> bandoneon.Refuse | None:
+        """Ask a person about this exact call; None if they said yes, else a ``Refuse``.
+
+        Public so rule engines (bandoneon-guard, policy packs) route their approval rules
+        here. One call is asked about once per run, whoever asks.
+        """
+        state = self._state(run)
+        decided = state["answered"].get(call.id, _NOT_ANSWERED)
+        if decided is not _NOT_ANSWERED:
+            return decided
+        correction = self._take_corrections()
+        if correction is not None:
+            return await self._steered(run, call, correction)
+        plain = bandoneon.unstructure(dict(arguments))
+        shown = f"{tool.name}({json.dumps(plain, ensure_ascii=False, default=str)})"
+        request = ApprovalRequest(uuid.uuid4().hex[:12], run.run_id, tool.name, plain, shown, reason)
+        record = {"run_id": run.run_id, "call_id": call.id, "request_id": request.id, "tool": tool.name, "arguments": plain, "shown": shown, "reason": reason}
+        resumed = self._resumed_answer(tool.name, plain)
+        if resumed is not None:
+            decision = None if resumed.approved else self._denied(shown, resumed.note)
+            self._record("approval", **record, outcome="resumed", approved=resumed.approved, by=resumed.by, note=resumed.note)
+            await run.emit(ApprovalAnswered(run.run_id, request.id, call, "resumed", resumed.by, resumed.note))
+        else:
+            decision, is_final = await self._ask_for_approval(run, call, request, record)
+            if not is_final:
+                return decision  # a correction came while waiting: not the person's answer to this call
+        state["answered"][call.id] = decision
+        return decision
+
+    async def _ask_for_approval(
+        self, run: RunContext, call: bandoneon.ToolCall, request: ApprovalRequest, record: dict[str, Any]
+    ) -> tuple[bandoneon.Refuse | None, bool]:
+        """The decision, and whether it is the final word on this call (a correction is not)."""
+        await run.emit(ApprovalRequested(run.run_id, request.id, call, request.shown, request.reason, request.arguments))
+        started = time.monotonic()
+        outcome, answer, error = await self._wait(request)
+        waited = round(time.monotonic() - started, 3)
+        by, note = (answer.by, answer.note) if answer is not None else ("", "")
+        decision: bandoneon.Refuse | None
+        if outcome == "answered" and answer is not None:
+            outcome = "approved" if answer.approved else "denied"
+            decision = None if answer.approved else self._denied(request.shown, note)
+        elif outcome == "steered":
+            correction = self._take_corrections() or "(the correction was already delivered)"
+            self._record("approval", **record, outcome="steered", waited_seconds=waited)
+            await run.emit(ApprovalAnswered(run.run_id, request.id, call, "steered"))
+            return await self._steered(run, call, correction), False
+        elif outcome == "timeout" and self.pause_file:
+            outcome = "paused"
+            write_pending(self.pause_file, Pending(run.run_id, call.id, request.tool, request.arguments, request.shown, request.reason, _now()))
+            self._state(run)["paused"] = f"waiting for a person to approve {request.shown}; answer in {self.pause_file}"
+            decision = bandoneon.Refuse(f"Paused: {request.shown} is waiting for a person's approval. The run stops here and resumes when they answer.")
+        elif outcome == "timeout":
+            decision = bandoneon.Refuse(
+                f"No one answered the approval request for {request.shown} within {self.timeout:g} seconds, so it did not run "
+                "(no answer means no). Do something else, or tell the user it needs their approval."
+            )
+        else:
+            log.error("human: the approval channel failed for %s: %s", request.shown, error, exc_info=error)
+            decision = bandoneon.Refuse(
+                f"The approval request for {request.shown} could not reach a person (the approval channel failed), so it did not "
+                "run (no answer means no). Tell the user."
+            )
+        fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
+        self._record("approval", **record, outcome=outcome, by=by, note=note, waited_seconds=waited, **fields)
+        await run.emit(ApprovalAnswered(run.run_id, request.id, call, outcome, by, note))
+        return decision, True
+
+    async def _wait(self, request: ApprovalRequest) -> tuple[str, Answer | None, BaseException | None]:
+        """Race the person's answer against the timeout and a correction."""
+        loop = asyncio.get_running_loop()
+        steered = asyncio.Event()
+        waiter = (loop, steered)
+        with self._lock:
+            self._waiters.add(waiter)
+            if self._corrections:
+                steered.set()
+        approval = asyncio.ensure_future(self.channel.approve(request))
+        steering = asyncio.ensure_future(steered.wait())
+        try:
+            done, _ = await asyncio.wait({approval, steering}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            with self._lock:
+                self._waiters.discard(waiter)
+            steering.cancel()
+            if not approval.done():
+                approval.cancel()
+            await asyncio.gather(approval, steering, return_exceptions=True)
+        if approval in done:
+            try:
+                return "answered", as_answer(approval.result()), None
+            except Exception as exc:  # a broken channel or callback: deny, and log it
+                return "error", None, exc
+        if steering in done:
+            return "steered", None, None
+        return "timeout", None, None
+
+    @staticmethod
+    def _denied(shown: str, note: str) -> bandoneon.Refuse:
+        said = f' They said: "{note}".' if note else ""
+        return bandoneon.Refuse(f"The person said no to {shown}; it did not run.{said} Ask them what to do instead, or do something else.")
+
+    # ---------------------------------------------------------------- pause and resume
+
+    def _resumed_answer(self, tool: str, arguments: dict[str, Any]) -> Answer | None:
+        if not self.pause_file:
+            return None
+        pending = read_pending(self.pause_file)
+        if pending is None or not pending.is_answered or not pending.matches(tool, arguments):
+            return None
+        consume_pending(self.pause_file)
+        assert pending.answer is not None
+        return Answer(pending.approved, str(pending.answer.get("by", "")), str(pending.answer.get("note", "")))
+
+    def resume_prompt(self) -> str | None:
+        """The message that resumes a paused run once its approval is answered; None before that."""
+        if not self.pause_file:
+            return None
+        pending = read_pending(self.pause_file)
+        if pending is None or not pending.is_answered:
+            return None
+        assert pending.answer is not None
+        note = pending.answer.get("note") or ""
+        said = f' They said: "{note}".' if note else ""
+        if pending.approved:
+            return f"The person has approved {pending.shown}.{said} Call {pending.tool} again with exactly those arguments to carry it out."
+        return f"The person said no to {pending.shown}.{said} Do not call it; do something else or ask them what to do."
+
+    # ---------------------------------------------------------------- escalate
+
+    async def ask(self, run: RunContext, question: str) -> str:
+        """Ask a person (the ``ask_human`` tool); on timeout or failure, the default answer."""
+        item = Question(uuid.uuid4().hex[:12], run.run_id, question)
+        started = time.monotonic()
+        answer: str | None = None
+        error: BaseException | None = None
+        try:
+            if self.ask_timeout is None:
+                answer = await self.channel.ask(item)
+            else:
+                answer = await asyncio.wait_for(self.channel.ask(item), self.ask_timeout)
+            outcome = "answered"
+        except TimeoutError:
+            outcome = "timeout"
+        except Exception as exc:  # a broken channel: the model gets the default, the log gets the error
+            outcome, error = "error", exc
+            log.error("human: the question channel failed: %s", exc, exc_info=exc)
+        fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
+        self._record("question", run_id=run.run_id, question_id=item.id, question=question, outcome=outcome, answer=answer,
+                     waited_seconds=round(time.monotonic() - started, 3), **fields)
+        if answer is None:
+            why = f"no one answered within {self.ask_timeout:g} seconds" if outcome == "timeout" else "the question could not reach a person"
+            return f"No answer ({why}). {self.ask_default}"
+        return answer.strip() or "The person answered with nothing."
+
+    # ---------------------------------------------------------------- audit
+
+    def _record(self, kind: str, **fields: Any) -> None:
+        if self._audit is None:
+            return
+        try:
+            self._audit.write(kind, **fields)
+        except OSError:
+            log.exception("human: the audit log %s cannot be written", self.audit_log)
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
