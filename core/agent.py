@@ -240,6 +240,15 @@ class Agent:
         other._transcript = list(self._transcript)
         return other
 
+    def load_history(self, messages: Iterable[Message], *, usage: Usage | None = None) -> None:
+        """Replace the history (working history and transcript), e.g. with a saved session."""
+        if self._running:
+            raise RunInProgress(f"agent {self.name!r} is running; load a history between runs")
+        self._messages[:] = list(messages)
+        self._transcript[:] = self._messages
+        if usage is not None:
+            self.usage = usage
+
     def clear(self) -> None:
         """Forget the history: the next run starts a new conversation."""
         self._messages.clear()
@@ -318,6 +327,22 @@ class Agent:
         finally:
             self._running = False
             self._task = None
+
+    async def aclose(self) -> None:
+        """Close what the provider holds open (HTTP connections). The agent stays usable."""
+        close = getattr(self.provider, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def close(self) -> None:
+        """``aclose`` for scripts that use ``run_sync``."""
+        _sync_loop().run_until_complete(self.aclose())
 
     def cancel(self) -> None:
         """Stop the current run: the model request and running tools are cancelled; the run

@@ -64,7 +64,8 @@ def build_agent(model: Any = None) -> bandoneon.Agent:
         context_files=False,
     )
     # Events only watch: by the time this fires, the hook has already stamped over the DNI.
-    agent.on("tool_end", lambda e: print(f"  {e.call.name} {'refused:' if e.is_error else 'ok:'} {e.output}"))
+    agent.on("tool_end", lambda e: print(f"  {e.call.name} {'error:' if e.is_error else 'ok:'} {e.output}"))
+    agent.on("tool_refused", lambda e: print(f"  {e.call.name} refused: {e.reason}"))
     return agent
 
 

@@ -5,6 +5,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from bandoneon.testing import FunctionModel, call
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_11_observability.py"
@@ -28,6 +30,7 @@ def caddie(request):
 
 
 def load_example():
+    pytest.importorskip("bandoneon_tracing", reason="the level 11 example also needs bandoneon-tracing")
     spec = importlib.util.spec_from_file_location("level_11_observability", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -136,16 +136,20 @@ def test_two_sources_that_disagree_resolve_to_the_stricter_rule():
     assert conflict["tool"] == "book_ticket" and "deny wins" in conflict["resolution"]
 
 
-def test_two_allowlists_on_one_argument_allow_only_what_both_allow():
+@pytest.mark.parametrize(("castle", "allowed"), [("highcliff", True), ("riverhold", False), ("darkwood", False)])
+def test_two_allowlists_on_one_argument_allow_only_what_both_allow(castle, allowed):
     a = Rule(name="a", tool="send_raven", argument="to", one_of=["riverhold", "highcliff"], source="pack-a")
     b = Rule(name="b", tool="send_raven", argument="to", one_of=["highcliff", "darkwood"], source="pack-b")
     merged = merge_policies([Policy(rules=(a,)), Policy(rules=(b,))])
-    from bandoneon_guard import Enforcer
 
-    enforcer = Enforcer(merged, label="test")
-    assert [r.problem({"to": who}, Path.cwd()) is None for r in merged.rules for who in ["highcliff"]] == [True, True]
-    assert any(r.problem({"to": "riverhold"}, Path.cwd()) for r in enforcer.policy.rules)
-    assert any(r.problem({"to": "darkwood"}, Path.cwd()) for r in enforcer.policy.rules)
+    @bandoneon.tool
+    def send_raven(to: str) -> str:
+        """Send a raven."""
+        return "sent"
+
+    model = ScriptedModel(call("send_raven", to=castle), "ok")
+    bandoneon.Agent(model, tools=[send_raven], plugins=[Guard(rules=list(merged.rules))], context_files=False).run_sync("go")
+    assert (model.requests[1].messages[-1].content == "sent") is allowed
 
 
 def test_policy_show_prints_the_merged_policy_as_toml_with_sources(tmp_path, capsys):

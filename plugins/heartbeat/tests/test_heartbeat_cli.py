@@ -3,6 +3,7 @@ import fcntl
 import importlib.util
 import json
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,8 @@ def server():
 @pytest.fixture
 def config(tmp_path, monkeypatch, server):
     """A heartbeat TOML file whose local condition reads a flag file."""
-    (tmp_path / "petgauges.py").write_text(
+    module = f"petgauges_{uuid.uuid4().hex}"  # a new module per test: sys.modules caches imports
+    (tmp_path / f"{module}.py").write_text(
         "from pathlib import Path\n"
         f"FLAG = Path({str(tmp_path / 'hungry')!r})\n"
         "def hungry():\n    return FLAG.exists()\n"
@@ -47,7 +49,7 @@ def config(tmp_path, monkeypatch, server):
             "check_prompt": "Check on the pet.",
             "interval": 3600,
             "model": "openai-compatible:m@" + server.base_url,
-            "local_condition": "petgauges:hungry",
+            "local_condition": f"{module}:hungry",
             "max_ticks": 2,
         } | overrides
         lines = [f"{key} = {json.dumps(value)}" for key, value in options.items()]
@@ -112,7 +114,7 @@ def test_a_second_process_on_the_same_heartbeat_drops_its_tick(config, tmp_path,
     [
         ({"interval": 0}, "interval must be a positive number"),
         ({"intervall": 5}, "intervall"),
-        ({"local_condition": "petgauges:nope"}, "has no 'nope'"),
+        ({"local_condition": "os:nope"}, "has no 'nope'"),
     ],
 )
 def test_a_bad_config_exits_2_with_a_clear_message(config, tmp_path, capsys, overrides, message):

@@ -137,3 +137,13 @@ def test_the_cli_shows_and_answers(tmp_path, capsys):
     assert args.handler(args) == 0
     assert read_pending(pause_file).answer["note"] == "later"
     assert show_command(argparse.Namespace(file=str(tmp_path / "none.json"))) == 1
+
+
+def test_the_bandoneon_cli_answers_a_paused_approval(tmp_path, capsys):
+    from bandoneon.cli import main
+
+    pause_file = tmp_path / "pending.json"
+    paused_run(pause_file)
+    assert main(["human", "answer", str(pause_file), "--yes", "--by", "tina"]) == 0
+    assert "approved: drop_claw" in capsys.readouterr().out
+    assert read_pending(pause_file).approved

@@ -123,3 +123,11 @@ def test_with_a_person_to_ask_an_approved_first_class_ticket_is_booked():
     agent.run_sync("Book first.")
     assert BOOKED == [(7, "first")]
     assert asked == ['book_ticket({"train": 7, "seat_class": "first"})']
+
+
+def test_the_bandoneon_cli_runs_policy_show(capsys):
+    from bandoneon.cli import main
+
+    assert main(["policy", "show"]) == 0
+    document = tomllib.loads(capsys.readouterr().out)
+    assert any(r["name"] == "first-class-needs-approval" for r in document["rule"])

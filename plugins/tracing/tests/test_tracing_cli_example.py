@@ -4,6 +4,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 import bandoneon
 from bandoneon.cli import main
 from bandoneon.testing import FunctionModel, ScriptedModel, call
@@ -69,6 +71,7 @@ def caddie(request):
 
 
 def test_the_example_traces_the_golf_course(capsys):
+    pytest.importorskip("bandoneon_evals", reason="the level 11 example also needs bandoneon-evals")
     spec = importlib.util.spec_from_file_location("level_11_example_for_tracing", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -235,3 +235,11 @@ async def test_concurrent_runs_of_forked_agents_get_separate_traces():
     await asyncio.gather(agent.run("one"), other.run("two"))
     assert len(tracing.traces) == 2
     assert len({t[0].trace_id for t in tracing.traces}) == 2
+
+
+def test_the_real_guard_plugins_redaction_rules_apply_to_spans():
+    guard_module = pytest.importorskip("bandoneon_guard", reason="bandoneon-guard is not installed")
+    guard = guard_module.Guard(redactions=[{"name": "card", "pattern": r"\d{4}-\d{4}-\d{4}-\d{4}"}])
+    agent, tracing = traced(ScriptedModel(call("putt", meters=3), "paid with 4111-1111-1111-1111"), plugins=[guard])
+    agent.run_sync("pay with 4111-1111-1111-1111")
+    assert "4111" not in repr([s.attributes for s in tracing.memory.last])

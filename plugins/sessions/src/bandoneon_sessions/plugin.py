@@ -100,10 +100,8 @@ class Sessions(bandoneon.Plugin):
     def _install(self, agent: bandoneon.Agent, loaded: LoadedSession) -> None:
         # The core has no public setter for the working history yet: these two lists are what
         # Agent.fork() copies too. See the plugin README ("Needs from the core").
-        agent._messages[:] = loaded.messages
-        agent._transcript[:] = loaded.messages
-        agent.usage = loaded.usage
-        self._mark_saved(agent._transcript)
+        agent.load_history(loaded.messages, usage=loaded.usage)
+        self._mark_saved(agent.transcript)
         self.damage = loaded.damage
         if loaded.damage:
             log.warning("session %r was damaged: %s", self.session_id, loaded.damage)

@@ -12,7 +12,7 @@ import bandoneon
 from .builder import SpanBuilder
 from .exporters import InMemoryExporter, JsonlExporter
 from .pricing import PriceTable
-from .redaction import Redactor
+from .redaction import Redactor, guard_redaction
 from .spans import Span
 
 __all__ = ["Tracing"]
@@ -27,6 +27,9 @@ class Tracing(bandoneon.Plugin):
     it, to OpenTelemetry."""
 
     name: ClassVar[str] = "tracing"
+    #: Proposed convention: a subagents plugin should give the child the parent's instance,
+    #: so a child's spans join the parent's trace (the state is per run, so sharing is safe).
+    inherits_to_subagents: ClassVar[bool] = True
 
     jsonl: str | None = None
     otel: bool | None = None
@@ -87,9 +90,7 @@ class Tracing(bandoneon.Plugin):
             guard = agent.plugin("guard")
         except KeyError:
             return
-        redact = getattr(guard, "redact", None)
-        if callable(redact):
-            self._builder.redactor.guard = redact
+        self._builder.redactor.guard = guard_redaction(guard)
 
     @bandoneon.hookimpl
     def on_event(self, run: bandoneon.RunContext, event: bandoneon.Event) -> None:

@@ -1,8 +1,10 @@
 """Redaction of what spans carry: traces hold users' data (prompts, tool inputs and outputs).
 
 Two sources of rules, applied in order: the guard plugin's, when a plugin named ``guard`` is
-active in the agent and has a ``redact(text) -> str`` method (duck typing: tracing does not
-import the guard, so each installs alone), then tracing's own ``redact`` regexes.
+active in the agent, then tracing's own ``redact`` regexes. The guard is read by duck typing
+(tracing does not import it, so each installs alone): a ``redact(text) -> str`` method if it
+has one, else every ``policy.redactions`` item's ``apply(text)`` — all of them, whatever tools
+they are scoped to, since a span carries text from every tool and from the prompt.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import bandoneon
 
-__all__ = ["Redactor"]
+__all__ = ["Redactor", "guard_redaction"]
 
 MASK = "[REDACTED]"
 
@@ -47,3 +49,20 @@ class Redactor:
 
     def __bool__(self) -> bool:
         return bool(self.rules) or self.guard is not None
+
+
+def guard_redaction(guard: Any) -> Callable[[str], str] | None:
+    """The guard's redaction as one function, or None when it exposes none."""
+    redact = getattr(guard, "redact", None)
+    if callable(redact):
+        return redact
+    rules = [r for r in getattr(getattr(guard, "policy", None), "redactions", ()) if callable(getattr(r, "apply", None))]
+    if not rules:
+        return None
+
+    def apply_all(text: str) -> str:
+        for rule in rules:
+            text = rule.apply(text)
+        return text
+
+    return apply_all
