@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -234,8 +234,17 @@ class Agent:
         return list(self._transcript)
 
     def fork(self) -> Agent:
-        """A new agent with the same setup and a copy of this one's history."""
-        other = Agent(**self._init_arguments)
+        """A new agent with the same setup and a copy of this one's history.
+
+        Plugins given as instances are copied (``attrs.evolve``: same options, fresh state) when
+        they are attrs classes, so the two agents do not share per-agent plugin state; other
+        plugin objects are shared.
+        """
+        arguments = dict(self._init_arguments)
+        plugins = arguments.get("plugins")
+        if plugins is not None and not isinstance(plugins, Mapping):
+            arguments["plugins"] = [attrs.evolve(p) if attrs.has(type(p)) else p for p in plugins]
+        other = Agent(**arguments)
         other._messages = list(self._messages)
         other._transcript = list(self._transcript)
         return other

@@ -167,10 +167,12 @@ def wrap_up(run: RunContext, stop: Stop) -> Message | None:
 
 @hookspec
 def register_skills(agent: Agent, register: Callable[..., None]) -> None:
-    """Contribute skills. Called by the skills plugin; ``register`` is its to define.
+    """Contribute skills. Called synchronously by the skills plugin, once per agent.
 
     :param agent: the agent the skills are for.
-    :param register: the skills plugin's registration function (see bandoneon-skills).
+    :param register: ``register(source, *, label=None)``; ``source`` is a folder of
+        ``<name>/SKILL.md``, a ``Skill``, a list of them, or an object with ``label`` and
+        ``scan() -> (skills, problems)`` (see bandoneon-skills).
 
     .. versionadded:: 0.1
     """
@@ -178,10 +180,12 @@ def register_skills(agent: Agent, register: Callable[..., None]) -> None:
 
 @hookspec
 def register_memory(agent: Agent, register: Callable[..., None]) -> None:
-    """Contribute memory stores, embedders and session stores (see bandoneon-memory).
+    """Contribute memory stores, embedders and session stores. Called synchronously by the
+    memory plugin, once per agent.
 
     :param agent: the agent they are for.
-    :param register: the memory plugin's registration function.
+    :param register: ``register(kind, name, factory)`` with kind ``"embedder"``, ``"store"``
+        or ``"session_store"`` (see bandoneon-memory).
 
     .. versionadded:: 0.1
     """

@@ -130,3 +130,14 @@ def test_a_missing_or_broken_recording_is_a_config_error(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"request": {}}\n')
     with pytest.raises(bandoneon.ConfigError, match="bad.jsonl:1: not a recorded exchange"):
         ReplayProvider(tmp_path / "bad.jsonl")
+
+
+def test_built_in_cli_scorers_become_an_import_path_a_worker_can_load():
+    from bandoneon_evals.celery_backend import load_scorers
+    from bandoneon_evals.cli import celery_scorers_path
+
+    path = celery_scorers_path(["contains", "trajectory:set:strict"])
+    assert [s.name for s in load_scorers(path)] == ["contains", "trajectory"]
+    assert celery_scorers_path(["evals_factories:SCORERS"]) == "evals_factories:SCORERS"
+    with pytest.raises(bandoneon.ConfigError, match="either built-in scorers or one MODULE:ATTR"):
+        celery_scorers_path(["contains", "evals_factories:SCORERS"])

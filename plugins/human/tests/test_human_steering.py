@@ -9,7 +9,6 @@ import pytest
 
 import bandoneon
 from bandoneon.testing import FunctionModel, ScriptedModel, call
-from bandoneon_guard import Guard, Rule
 from bandoneon_human import AuditLog, Callbacks, Human, HumanQueue, Steering
 
 MOVES: list[str] = []
@@ -103,6 +102,8 @@ def test_empty_corrections_are_refused():
 
 
 def test_a_policy_refuses_before_a_person_is_asked():
+    guard_plugin = pytest.importorskip("bandoneon_guard", reason="bandoneon-guard is not installed")
+    Guard, Rule = guard_plugin.Guard, guard_plugin.Rule
     asked = []
     human = Human(channel=lambda r: asked.append(r) or True)
     guard = Guard(rules=[Rule(name="no-drops", tool="drop_claw", message="The machine is closed")])
@@ -113,6 +114,8 @@ def test_a_policy_refuses_before_a_person_is_asked():
 
 
 def test_a_guard_approval_rule_asks_the_person_once_even_if_the_tool_also_needs_approval():
+    guard_plugin = pytest.importorskip("bandoneon_guard", reason="bandoneon-guard is not installed")
+    Guard, Rule = guard_plugin.Guard, guard_plugin.Rule
     asked = []
     human = Human(channel=lambda r: asked.append(r.reason) or True)
     guard = Guard(rules=[Rule(name="drops-need-tina", tool="drop_claw", action="approve", message="Tina decides")])

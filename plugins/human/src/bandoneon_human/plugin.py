@@ -150,7 +150,10 @@ class Human(bandoneon.Plugin):
         async def ask_human(question: Annotated[str, "The question, written so a person can answer it without context"], run: RunContext) -> str:
             return await self.ask(run, question)
 
-        return [bandoneon.tool(name=self.ask_tool, description=self.ask_description)(ask_human)]
+        # The tool's own timeout outlives ask_timeout, so the agent's tool_timeout cannot cut a
+        # person short: the plugin's default answer is what the model reads on a timeout.
+        timeout = self.ask_timeout + 5 if self.ask_timeout is not None else None
+        return [bandoneon.tool(name=self.ask_tool, description=self.ask_description, timeout=timeout)(ask_human)]
 
     @staticmethod
     @bandoneon.hookimpl

@@ -68,7 +68,7 @@ class LocalModel:
         self.settings = EngineSettings(
             path=str(self.path.resolve()),
             n_ctx=n_ctx,
-            n_threads=n_threads or max(1, min(4, os.cpu_count() or 1)),
+            n_threads=n_threads or _default_threads(),
             chat_format=self.chat_format,
             n_gpu_layers=n_gpu_layers,
         )
@@ -175,6 +175,12 @@ class LocalModel:
         output_tokens = state["pieces"]
         usage = Usage(input_tokens=max(0, tokens_in_context - output_tokens), output_tokens=output_tokens, requests=1)
         return ModelReply(Message.assistant("".join(text), tool_calls), _finish_reason(state["finish"], tool_calls), usage, self.model)
+
+
+def _default_threads() -> int:
+    """Half the CPUs (about the physical cores), at most 8: llama.cpp's threads spin while they
+    wait, so asking for every CPU on a busy machine makes each token slower, not faster."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 def _wire_message(message: Message, *, tool_results_as_user: bool) -> dict[str, Any]:

@@ -1,0 +1,190 @@
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import bandoneon
+from bandoneon.testing import FunctionModel, ScriptedModel, call
+from bandoneon_plan import Plan, PlanItem, critic, plan_of, reflect, reflect_sync
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_12_plan_and_reflect.py"
+
+
+def planner(*replies, **plan_options):
+    model = ScriptedModel(*replies)
+    agent = bandoneon.Agent(model, plugins=[Plan(**plan_options)], context_files=False)
+    return agent, model
+
+
+def results(agent):
+    return [(m.content, m.is_error) for m in agent.messages if m.role == "tool"]
+
+
+def test_the_whole_plan_is_in_every_request():
+    agent, model = planner(
+        [call("add_plan_item", description="Deliver to #12"), call("add_plan_item", description="Deliver to #14")],
+        call("update_plan_item", id=1, status="completed"),
+        "done",
+    )
+    agent.run_sync("Deliver the papers.")
+    first, second, third = (r.system_prompt for r in model.requests)
+    assert "(no plan yet)" in first
+    assert "- [pending] Deliver to #12 (id 1)\n- [pending] Deliver to #14 (id 2)" in second
+    assert "- [completed] Deliver to #12 (id 1)\n- [pending] Deliver to #14 (id 2)" in third
+
+
+def test_plan_of_reads_the_plan_and_it_carries_over_to_the_next_run():
+    agent, model = planner(call("add_plan_item", description="Deliver to #12"), "planned", "still here")
+    agent.run_sync("Plan it.")
+    assert plan_of(agent) == (PlanItem(1, "Deliver to #12", "pending"),)
+    assert agent.plugin("plan").plan == plan_of(agent)
+    agent.run_sync("Go on.")
+    assert "Deliver to #12 (id 1)" in model.requests[-1].system_prompt
+
+
+def test_items_can_be_inserted_removed_and_reordered():
+    agent, _ = planner(
+        [call("add_plan_item", description="A"), call("add_plan_item", description="C")],
+        call("add_plan_item", description="B", after_id=1),
+        call("remove_plan_item", id=2),
+        call("reorder_plan", ids=[3, 1]),
+        call("update_plan_item", id=1, description="A, but later"),
+        "done",
+    )
+    agent.run_sync("go")
+    assert [(i.id, i.description) for i in plan_of(agent)] == [(3, "B"), (1, "A, but later")]
+
+
+@pytest.mark.parametrize(
+    ("bad_call", "message"),
+    [
+        (call("update_plan_item", id=9, status="completed"), "There is no task 9. Task ids: 1."),
+        (call("remove_plan_item", id=9), "There is no task 9. Task ids: 1."),
+        (call("reorder_plan", ids=[1, 1]), "reorder_plan needs every task id exactly once"),
+        (call("reorder_plan", ids=[2]), "missing [1], unknown [2]"),
+        (call("add_plan_item", description="  "), "The task description is empty"),
+        (call("update_plan_item", id=1, status="finished"), "status"),
+    ],
+)
+def test_bad_plan_calls_are_error_results_and_the_plan_is_unchanged(bad_call, message):
+    agent, _ = planner(call("add_plan_item", description="A"), bad_call, "ok")
+    agent.run_sync("go")
+    content, is_error = results(agent)[-1]
+    assert is_error and message in content
+    assert plan_of(agent) == (PlanItem(1, "A", "pending"),)
+
+
+def test_the_plan_is_kept_on_disk_with_plan_file(tmp_path):
+    path = tmp_path / "plan.json"
+    agent, _ = planner(call("add_plan_item", description="Deliver to #12"), "ok", plan_file=str(path))
+    agent.run_sync("go")
+    assert json.loads(path.read_text())["items"][0]["description"] == "Deliver to #12"
+    again, _ = planner(plan_file=str(path))
+    assert plan_of(again) == (PlanItem(1, "Deliver to #12", "pending"),)
+
+
+def test_a_broken_plan_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text("{}")
+    with pytest.raises(bandoneon.ConfigError, match="not a plan"):
+        Plan(plan_file=str(path))
+    assert path.read_text() == "{}"
+
+
+def test_plan_of_an_agent_without_the_plugin_says_so():
+    with pytest.raises(KeyError, match="plan"):
+        plan_of(bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False))
+
+
+def test_the_plugin_is_found_by_its_entry_point():
+    assert bandoneon.load_plugin("plan") is Plan
+
+
+# ---------------------------------------------------------------- reflect
+
+
+def test_findings_go_back_to_the_same_agent_until_the_review_passes():
+    world = {"fixed": False}
+
+    def review(result):
+        return [] if world["fixed"] else ["#14 has no paper on the porch"]
+
+    def fix() -> str:
+        """Fixes it."""
+        world["fixed"] = True
+        return "fixed"
+
+    model = ScriptedModel("All delivered!", call("fix"), "Fixed #14.")
+    agent = bandoneon.Agent(model, tools=[bandoneon.tool(fix)], plugins=[Plan()], context_files=False)
+    outcome = reflect_sync(agent, "Deliver.", review)
+    assert (outcome.passed, outcome.rounds, outcome.open) == (True, 1, ())
+    assert outcome.result.text == "Fixed #14."
+    fix_request = model.requests[1]
+    assert [m.content for m in fix_request.messages][:3] == ["Deliver.", "All delivered!", "Review found: #14 has no paper on the porch. Fix it."]
+
+
+def test_rounds_are_capped_and_the_result_says_what_is_still_open():
+    model = ScriptedModel("done", "done again", "really done")
+    agent = bandoneon.Agent(model, plugins=[], context_files=False)
+    outcome = reflect_sync(agent, "Deliver.", lambda result: "#14 has no paper", max_rounds=2)
+    assert (outcome.passed, outcome.rounds, outcome.open) == (False, 2, ("#14 has no paper",))
+    assert len(outcome.reviews) == 3
+    model.assert_all_used()
+
+
+async def test_an_async_review_is_awaited():
+    async def review(result):
+        return None
+
+    outcome = await reflect(bandoneon.Agent(ScriptedModel("ok"), plugins=[], context_files=False), "go", review)
+    assert outcome.passed and outcome.rounds == 0
+
+
+@pytest.mark.parametrize(("options", "message"), [({"max_rounds": -1}, "max_rounds"), ({"fix_prompt": "Fix it."}, "{findings}")])
+def test_bad_reflect_options_are_refused_before_anything_runs(options, message):
+    model = ScriptedModel()
+    with pytest.raises(bandoneon.ConfigError, match=message):
+        reflect_sync(bandoneon.Agent(model, plugins=[], context_files=False), "go", lambda r: None, **options)
+    assert model.requests == []
+
+
+def test_a_critic_model_reviews_against_a_checklist():
+    def judge(request):
+        answer = request.messages[-1].content
+        assert "Checklist:\n- mentions the price\n- under 50 words" in answer
+        return "PASS" if "$12" in answer else "- it does not mention the price"
+
+    worker = ScriptedModel("The book is great.", "The book is great and costs $12.")
+    agent = bandoneon.Agent(worker, plugins=[], context_files=False)
+    outcome = reflect_sync(agent, "Write a blurb.", critic(FunctionModel(judge), ["mentions the price", "under 50 words"]))
+    assert outcome.reviews == (("it does not mention the price",), ())
+    assert outcome.passed and outcome.rounds == 1
+
+
+def test_a_critic_needs_a_checklist():
+    with pytest.raises(bandoneon.ConfigError, match="checklist"):
+        critic(ScriptedModel(), [])
+
+
+# ---------------------------------------------------------------- the example
+
+
+def test_the_paper_round_review_catches_the_paper_in_the_bushes():
+    spec = importlib.util.spec_from_file_location("level_12_plan_and_reflect", EXAMPLE)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    script = ScriptedModel(
+        [call("add_plan_item", description=f"Deliver to #{h}") for h in (12, 14, 18)],
+        [call("deliver", house=h) for h in (12, 14, 18)],
+        [call("update_plan_item", id=i, status="completed") for i in (1, 2, 3)],  # ticks #14 anyway
+        "All three papers delivered!",
+        call("deliver", house=14),
+        "Re-delivered #14: it is on the porch now.",
+    )
+    outcome = example.main(script)
+    assert outcome.passed and outcome.rounds == 1
+    assert outcome.reviews[0] == ("#14 has no paper on the porch",)
+    assert "Review found: #14 has no paper on the porch. Fix it." in [m.content for m in script.requests[4].messages]
+    assert "- [completed] Deliver to #14 (id 2)" in script.requests[4].system_prompt  # the plan survived into the fix
+    script.assert_all_used()

@@ -1,0 +1,92 @@
+"""The loop against a real model: llama-cpp-python's server (through the core's OpenAI-compatible
+provider) and the same model in-process (bandoneon-local). Protocol, not wisdom: the 135M model's
+answers are often wrong, but a call must be well-formed, answered, and the run must end with a
+stated reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated
+
+import pytest
+
+import bandoneon
+from bandoneon_local import LocalModel
+
+FAST = {"max_tokens": 48, "temperature": 0.0}
+ALWAYS_WEATHER = {"type": "function", "function": {"name": "get_weather"}}
+
+
+@bandoneon.tool
+def get_weather(city: Annotated[str, "the city"]) -> str:
+    """Get the current weather for a city."""
+    return f"Sunny, 21 C in {city}"
+
+
+@pytest.fixture(params=["server", "inprocess"])
+def model(request: pytest.FixtureRequest) -> Callable[[], bandoneon.Provider]:
+    """A fresh provider for the same model: over HTTP, or in this process."""
+    if request.param == "server":
+        server = request.getfixturevalue("llama_server")
+        return lambda: bandoneon.OpenAICompatible("smollm2", base_url=server.base_url, api_key="")
+    return lambda: LocalModel()
+
+
+def agent(model: Callable[[], bandoneon.Provider], **kwargs) -> bandoneon.Agent:
+    kwargs.setdefault("settings", FAST)
+    kwargs.setdefault("plugins", [])
+    return bandoneon.Agent(model(), context_files=False, **kwargs)
+
+
+def calls_of(result: bandoneon.RunResult) -> list[bandoneon.ToolCall]:
+    return [c for m in result.messages if m.role == "assistant" for c in m.tool_calls]
+
+
+def test_a_tool_call_round_trip(model):
+    result = agent(model, tools=[get_weather], max_turns=2).run_sync("What is the weather in Paris?")
+    calls = calls_of(result)
+    assert calls and calls[0].name == "get_weather"
+    assert isinstance(json.loads(calls[0].arguments)["city"], str)
+    results = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert results[calls[0].id].content.startswith("Sunny, 21 C in ") and not results[calls[0].id].is_error
+    assert {c.id for c in calls} <= set(results)
+    assert result.stop in ("end_turn", "max_turns")
+    assert result.usage.requests >= 2 and result.usage.input_tokens > 0
+
+
+def test_plain_text_streams(model):
+    talker = agent(model)
+    pieces: list[str] = []
+    talker.on("text_delta", lambda e: pieces.append(e.text))
+    result = talker.run_sync("Say hello in one sentence.")
+    assert result.stop == "end_turn" and result.ok
+    assert len(pieces) > 1 and "".join(pieces) == result.text
+
+
+def test_a_streamed_run_with_tools_offered_still_calls_the_tool(model):
+    caller = agent(model, tools=[get_weather], max_turns=1)
+    caller.on("text_delta", lambda e: None)  # listening makes the run stream
+    result = caller.run_sync("What is the weather in Paris?")
+    assert calls_of(result) and calls_of(result)[0].name == "get_weather"
+    assert result.stop == "max_turns"
+
+
+def test_max_turns_ends_the_run_with_every_call_answered(model):
+    looper = agent(model, tools=[get_weather], tool_choice=ALWAYS_WEATHER, max_turns=2)
+    result = looper.run_sync("What is the weather in Oslo?")
+    assert result.stop == "max_turns" and not result.ok and result.turns == 2
+    assert result.text is None and "max_turns=2" in result.detail
+    assert len(calls_of(result)) == 2
+    assert {c.id for c in calls_of(result)} == {m.tool_call_id for m in result.messages if m.role == "tool"}
+    with pytest.raises(bandoneon.NoAnswer, match="max_turns"):
+        result.unwrap()
+
+
+def test_an_error_from_the_model_is_a_bad_request_and_the_history_stays_usable(model):
+    talker = agent(model)
+    with pytest.raises(bandoneon.BadRequest, match="context"):
+        talker.run_sync("word " * 5000)
+    assert [m.role for m in talker.messages] == ["user"]
+    talker.clear()
+    assert talker.run_sync("Say hi.").stop == "end_turn"
