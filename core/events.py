@@ -105,6 +105,7 @@ class AssistantMessage(Event):
     turn: int
     message: Message
     finish_reason: str
+    model: str | None = None
 
 
 @attrs.frozen

@@ -160,7 +160,7 @@ async def _turns(run: RunContext) -> Stop:
         message = reply.message
         run.append(message)
         if run.wants_events:
-            await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason))
+            await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))
         results: tuple[ToolResult, ...] = ()
         if message.tool_calls:
             if reply.finish_reason == "length":

@@ -71,6 +71,8 @@ class Plugin:
     name: ClassVar[str] = ""
     is_default: ClassVar[bool] = False
     is_policy_pack: ClassVar[bool] = False
+    #: Subagents started by an agent with this plugin get it too (tracing, guard rules).
+    inherits_to_subagents: ClassVar[bool] = False
 
 
 def plugin_name(plugin: object) -> str:
