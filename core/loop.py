@@ -41,13 +41,6 @@ __all__ = ["call_model", "run_loop"]
 
 log = logging.getLogger("bandoneon.loop")
 
-ANSWER_STOPS = frozenset({"end_turn", "terminal_tool"})
-
-
-class _Cancelled(Exception):
-    """``agent.cancel()`` was called: end the run with ``stop="cancelled"``."""
-
-
 async def run_loop(run: RunContext) -> RunResult:
     """Run turns until an exit; return how the run ended. Raises only what nobody can fix."""
     from .agent import RunResult
@@ -132,7 +125,7 @@ async def _finish(run: RunContext, result: RunResult) -> None:
 
 
 def _final_text(run: RunContext, stop: Stop) -> str | None:
-    if stop.reason != "end_turn" and stop.reason != "terminal_tool":
+    if not stop.is_answer:
         return None
     for message in reversed(run.messages):
         if message.role == "assistant":

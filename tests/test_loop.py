@@ -377,3 +377,37 @@ def test_run_sync_refuses_to_run_inside_an_event_loop(bare_agent):
 
     with pytest.raises(RuntimeError, match="await agent.run"):
         asyncio.run(inside())
+
+
+def test_load_history_replaces_the_history_and_the_next_run_continues_it(bare_agent):
+    model = ScriptedModel("Welcome back.")
+    agent = bare_agent(model)
+    saved = [Message.user("I'm in Buenos Aires."), Message.assistant("Noted.")]
+    agent.load_history(saved, usage=bandoneon.Usage(input_tokens=7))
+    agent.run_sync("Where am I?")
+    assert [m.content for m in model.requests[0].messages] == ["I'm in Buenos Aires.", "Noted.", "Where am I?"]
+    assert agent.usage.input_tokens == 7
+
+
+def test_fork_gives_the_copy_its_own_plugin_instances(bare_agent):
+    import attrs
+
+    @attrs.define
+    class Counter:
+        name = "counter"
+        limit: int = 3
+
+    agent = bare_agent(ScriptedModel(), plugins=[Counter(limit=5)])
+    other = agent.fork()
+    assert other.plugin("counter") is not agent.plugin("counter")
+    assert other.plugin("counter").limit == 5
+
+
+async def test_an_agent_closed_with_aclose_reconnects_when_used_again(mock_llm):
+    from bandoneon.testing import Reply
+
+    mock_llm.add(Reply(text="hi"), Reply(text="again"))
+    async with bandoneon.Agent(f"openai-compatible:m@{mock_llm.base_url}", plugins=[], context_files=False) as agent:
+        assert (await agent.run("hi")).text == "hi"
+    assert (await agent.run("more")).text == "again"
+    await agent.aclose()

@@ -11,12 +11,16 @@ inside one running event loop.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("OPENAI_API_KEY", "sk-fake-never-used")
-os.environ["LLM_USER_PATH"] = tempfile.mkdtemp(prefix="llm-bench-")  # no user config, keys or logs read
+_USER_PATH = tempfile.mkdtemp(prefix="llm-bench-")
+atexit.register(shutil.rmtree, _USER_PATH, ignore_errors=True)
+os.environ["LLM_USER_PATH"] = _USER_PATH  # no user config, keys or logs read
 
 import argparse
 import asyncio

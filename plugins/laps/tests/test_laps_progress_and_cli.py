@@ -1,7 +1,6 @@
 import argparse
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest

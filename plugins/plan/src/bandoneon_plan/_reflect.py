@@ -19,7 +19,7 @@ import bandoneon
 
 __all__ = ["ReflectResult", "critic", "reflect", "reflect_sync"]
 
-Review = Callable[[bandoneon.RunResult], "Iterable[str] | str | None | Awaitable[Iterable[str] | str | None]"]
+Review = Callable[[bandoneon.RunResult], Iterable[str] | str | None | Awaitable[Iterable[str] | str | None]]
 
 FIX_PROMPT = "Review found: {findings}. Fix it."
 
