@@ -282,7 +282,21 @@ class Agent:
     def off(self, name: str, listener: Callable[[Event], Any]) -> None:
         self._listeners.get(name, []).remove(listener)
 
-    async def _emit(self, run: RunContext, event: Event) -> None:
+    async def emit(self, event: Event, *, run: RunContext | None = None) -> None:
+        """Publish an event to this agent's listeners and plugins, also outside a run
+        (a heartbeat tick, a steering note). Listener errors are logged, never raised."""
+        await self._emit(run, event)
+
+    def __getattr__(self, name: str) -> Any:
+        # Plugins may offer attributes on the agent (``agent.plan``, ``agent.steer``) by listing
+        # them in ``agent_attributes``; nothing else is looked up, so typos still fail.
+        if not name.startswith("_"):
+            for plugin in self.__dict__.get("hooks", _NO_HOOKS).plugins:
+                if name in getattr(type(plugin), "agent_attributes", ()):
+                    return getattr(plugin, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    async def _emit(self, run: RunContext | None, event: Event) -> None:
         for key in (event.name, "*"):
             for listener in self._listeners.get(key, ()):
                 try:
@@ -387,6 +401,11 @@ class Agent:
                 await asyncio.gather(task, return_exceptions=True)
 
 
+class _NoHooks:
+    plugins: tuple[object, ...] = ()
+
+
+_NO_HOOKS = _NoHooks()
 _thread_state = threading.local()
 
 

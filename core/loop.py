@@ -360,19 +360,22 @@ async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[
     timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
     started = time.perf_counter()
     is_error = False
+    deadline = None
     try:
         if timeout is None:
             content = await tool.invoke(arguments, run)
         else:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout) as deadline:
                 content = await tool.invoke(arguments, run, in_thread=True)
     except ToolError as exc:
         content, is_error = str(exc), True
-    except TimeoutError:
-        content, is_error = f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request.", True
     except Exception as exc:
-        log.warning("tool %s raised", tool.name, exc_info=True)
-        content, is_error = f"{tool.name} failed: {exc}" if str(exc) else f"{tool.name} failed ({type(exc).__name__}).", True
+        is_error = True
+        if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
+            content = f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request."
+        else:
+            log.warning("tool %s raised", tool.name, exc_info=True)
+            content = f"{tool.name} failed: {exc}" if str(exc) else f"{tool.name} failed ({type(exc).__name__})."
     result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
     result = await _after(run, result, tool)
     pending[call.id] = result

@@ -73,6 +73,8 @@ class Plugin:
     is_policy_pack: ClassVar[bool] = False
     #: Subagents started by an agent with this plugin get it too (tracing, guard rules).
     inherits_to_subagents: ClassVar[bool] = False
+    #: Attributes of the plugin offered on the agent itself (``agent.plan``, ``agent.steer``).
+    agent_attributes: ClassVar[tuple[str, ...]] = ()
 
 
 def plugin_name(plugin: object) -> str:

@@ -217,3 +217,30 @@ def test_register_commands_adds_a_cli_subcommand():
     args = parser.parse_args(["greet"])
     assert args.handler(args) == 7
     assert build_parser().prog == "bandoneon"
+
+
+async def test_agent_emit_reaches_listeners_and_plugins_outside_a_run():
+    seen = []
+
+    class Watcher:
+        @hookimpl
+        def on_event(self, run, event):
+            seen.append(("plugin", event.name, run))
+
+    agent = agent_with(Watcher(), model=ScriptedModel())
+    agent.on("turn_start", lambda event: seen.append(("listener", event.name)))
+    await agent.emit(bandoneon.TurnStart("tick-1", 0))
+    assert seen == [("listener", "turn_start"), ("plugin", "turn_start", None)]
+
+
+def test_plugins_offer_declared_attributes_on_the_agent_and_nothing_else():
+    class Plan:
+        name = "plan"
+        agent_attributes = ("plan",)
+        plan = ("deliver #12",)
+        secret = "hidden"
+
+    agent = agent_with(Plan(), model=ScriptedModel())
+    assert agent.plan == ("deliver #12",)
+    with pytest.raises(AttributeError):
+        agent.secret

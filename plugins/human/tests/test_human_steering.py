@@ -192,3 +192,18 @@ def test_steering_is_a_result_even_under_a_function_model():
 
     result = bandoneon.Agent(FunctionModel(model_fn), tools=[move_claw], plugins=[human], context_files=False).run_sync("go")
     assert result.ok and MOVES == []
+
+
+def test_agent_steer_reaches_the_human_plugin():
+    human = Human(channel=lambda r: True)
+    model = ScriptedModel(call("move_claw", to="bear"), "ok")
+    agent = bandoneon.Agent(model, tools=[move_claw], plugins=[human], context_files=False)
+    agent.steer("the penguin, please")
+    agent.run_sync("go")
+    assert MOVES == [] and "the penguin, please" in model.requests[1].messages[-1].content
+
+
+def test_agent_steer_without_the_human_plugin_is_an_attribute_error():
+    agent = bandoneon.Agent(ScriptedModel(), tools=[move_claw], plugins=[], context_files=False)
+    with pytest.raises(AttributeError, match="steer"):
+        agent.steer("x")

@@ -188,3 +188,14 @@ def test_the_paper_round_review_catches_the_paper_in_the_bushes():
     assert "Review found: #14 has no paper on the porch. Fix it." in [m.content for m in script.requests[4].messages]
     assert "- [completed] Deliver to #14 (id 2)" in script.requests[4].system_prompt  # the plan survived into the fix
     script.assert_all_used()
+
+
+def test_agent_plan_reads_the_plan_on_the_agent_itself():
+    import bandoneon
+    from bandoneon.testing import ScriptedModel, call
+    from bandoneon_plan import Plan
+
+    model = ScriptedModel(call("add_plan_item", description="Deliver to #12"), "planned")
+    agent = bandoneon.Agent(model, plugins=[Plan()], context_files=False)
+    agent.run_sync("plan the round")
+    assert [item.description for item in agent.plan] == ["Deliver to #12"]

@@ -24,7 +24,7 @@ import attrs
 
 import bandoneon
 
-__all__ = ["Pending", "answer_pending", "read_pending", "write_pending"]
+__all__ = ["Pending", "answer_pending", "consume_pending", "now", "read_pending", "write_pending"]
 
 VERSION = 1
 
@@ -56,7 +56,8 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _now() -> str:
+def now() -> str:
+    """The time as the pending file writes it (UTC, ISO 8601)."""
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
@@ -96,7 +97,7 @@ def answer_pending(path: str | Path, approved: bool, *, by: str = "", note: str 
     pending = read_pending(path)
     if pending is None:
         raise bandoneon.ConfigError(f"{path}: there is no pending approval to answer")
-    answered = attrs.evolve(pending, answer={"approved": approved, "by": by, "note": note, "answered_at": _now()})
+    answered = attrs.evolve(pending, answer={"approved": approved, "by": by, "note": note, "answered_at": now()})
     write_pending(path, answered)
     return answered
 

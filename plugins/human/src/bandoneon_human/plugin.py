@@ -25,7 +25,7 @@ from bandoneon import RunContext
 from .audit import AuditLog
 from .channels import Answer, ApprovalRequest, Channel, Question, as_answer, as_channel
 from .events import ApprovalAnswered, ApprovalRequested, Steering
-from .pending import Pending, consume_pending, read_pending, write_pending
+from .pending import Pending, consume_pending, now, read_pending, write_pending
 
 __all__ = ["Human"]
 
@@ -56,6 +56,7 @@ class Human(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "human"
+    agent_attributes: ClassVar[tuple[str, ...]] = ("steer",)
 
     channel: Channel = attrs.field(default="terminal", converter=as_channel)
     approve: list[str] = attrs.Factory(list)
@@ -213,7 +214,7 @@ class Human(bandoneon.Plugin):
             return await self._steered(run, call, correction), False
         elif outcome == "timeout" and self.pause_file:
             outcome = "paused"
-            write_pending(self.pause_file, Pending(run.run_id, call.id, request.tool, request.arguments, request.shown, request.reason, _now()))
+            write_pending(self.pause_file, Pending(run.run_id, call.id, request.tool, request.arguments, request.shown, request.reason, now()))
             self._state(run)["paused"] = f"waiting for a person to approve {request.shown}; answer in {self.pause_file}"
             decision = bandoneon.Refuse(f"Paused: {request.shown} is waiting for a person's approval. The run stops here and resumes when they answer.")
         elif outcome == "timeout":
@@ -328,9 +329,3 @@ class Human(bandoneon.Plugin):
             self._audit.write(kind, **fields)
         except OSError:
             log.exception("human: the audit log %s cannot be written", self.audit_log)
-
-
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

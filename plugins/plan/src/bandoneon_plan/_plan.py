@@ -41,6 +41,7 @@ class Plan(bandoneon.Plugin):
     """Adds the plan tools and puts the whole plan in every request. ``plan`` reads it."""
 
     name: ClassVar[str] = "plan"
+    agent_attributes: ClassVar[tuple[str, ...]] = ("plan",)
     plan_file: str | None = None
     guide: str = GUIDE
     _items: list[PlanItem] = attrs.field(factory=list, init=False)

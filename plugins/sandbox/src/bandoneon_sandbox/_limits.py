@@ -1,0 +1,75 @@
+"""What a box may use, and the errors a sandbox raises.
+
+The limits are checked when they are built (an agent with a bad limit is a ``ConfigError``
+at creation, not a surprise on the first call).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+import bandoneon
+
+__all__ = ["INSTALL_HINT", "Limits", "SandboxUnavailable", "resolve_mount"]
+
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)"
+
+#: Places inside the box that belong to the box itself; a mounted folder may not cover them.
+RESERVED_PATHS = ("/", "/usr", "/bin", "/lib", "/lib64", "/proc", "/dev", "/tmp", "/box", "/opt/python")
+
+
+class SandboxUnavailable(bandoneon.ToolError):
+    """The box cannot be built here, so the code was NOT run (never run unsandboxed instead).
+
+    A ``ToolError``: the model reads the message as the tool's error result, and so does the
+    person reading the transcript, which says what to install.
+    """
+
+
+def _positive(instance: object, attribute: attrs.Attribute, value: float) -> None:
+    if value <= 0:
+        raise bandoneon.ConfigError(f"sandbox option {attribute.name} must be positive, got {value!r}")
+
+
+@attrs.frozen
+class Limits:
+    """Caps on one run of the box. Every run gets all of them; none can be switched off.
+
+    ``timeout`` (seconds, wall clock: the whole box is killed when it passes), ``memory_mb``
+    (address space of each process, RLIMIT_AS), ``max_processes`` (processes and threads the
+    box may hold at once), ``max_output_bytes`` (kept of stdout and of stderr, each),
+    ``tmp_mb`` (size of the box's scratch /tmp).
+    """
+
+    timeout: float = attrs.field(default=10.0, validator=_positive)
+    memory_mb: int = attrs.field(default=256, validator=_positive)
+    max_processes: int = attrs.field(default=32, validator=_positive)
+    max_output_bytes: int = attrs.field(default=16_000, validator=_positive)
+    tmp_mb: int = attrs.field(default=64, validator=_positive)
+
+    def __attrs_post_init__(self) -> None:
+        # Below ~64 MiB of address space the interpreter itself cannot start, and every run
+        # would fail with a MemoryError that looks like the code's fault.
+        if self.memory_mb < 64:
+            raise bandoneon.ConfigError(f"sandbox option memory_mb must be at least 64 (Python needs that to start), got {self.memory_mb}")
+        if self.max_processes < 2:
+            raise bandoneon.ConfigError(f"sandbox option max_processes must be at least 2 (the box's init and the program), got {self.max_processes}")
+
+
+def resolve_mount(mount: str | os.PathLike[str] | None, mount_at: str) -> tuple[Path | None, str]:
+    """Check the one folder the box may read: it exists, is a folder, and lands somewhere harmless."""
+    if not mount_at.startswith("/") or ".." in Path(mount_at).parts:
+        raise bandoneon.ConfigError(f"sandbox option mount_at must be an absolute path without '..', got {mount_at!r}")
+    target = os.path.normpath(mount_at)
+    for reserved in RESERVED_PATHS:
+        if target == reserved or (reserved != "/" and target.startswith(reserved + "/")):
+            raise bandoneon.ConfigError(f"sandbox option mount_at={mount_at!r} would cover the box's own {reserved}; pick another place, e.g. /data")
+    if mount is None:
+        return None, target
+    folder = Path(mount).expanduser().resolve()
+    if not folder.is_dir():
+        raise bandoneon.ConfigError(f"sandbox option mount={str(mount)!r} is not an existing folder")
+    return folder, target

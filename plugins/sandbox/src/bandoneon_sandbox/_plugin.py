@@ -1,0 +1,62 @@
+"""The ``sandbox`` plugin: adds ``run_code`` to the agent, configured from its options."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import ClassVar
+
+import attrs
+
+import bandoneon
+
+from ._limits import INSTALL_HINT
+from ._tool import run_code_tool
+
+__all__ = ["Sandbox"]
+
+log = logging.getLogger("bandoneon_sandbox")
+
+
+@attrs.define
+class Sandbox(bandoneon.Plugin):
+    """Give the agent a ``run_code`` tool that runs its Python in a bubblewrap box.
+
+    Options mirror ``run_code_tool``; see the README's table.
+    """
+
+    name: ClassVar[str] = "sandbox"
+
+    timeout: float = 10.0
+    memory_mb: int = 256
+    max_processes: int = 32
+    max_output_bytes: int = 16_000
+    tmp_mb: int = 64
+    mount: str | None = None
+    mount_at: str = "/data"
+    bwrap_path: str = "bwrap"
+    python: str | None = None
+    tool_name: str = "run_code"
+
+    @bandoneon.hookimpl
+    def register_tools(self, agent: bandoneon.Agent) -> list[bandoneon.Tool]:
+        return [
+            run_code_tool(
+                timeout=self.timeout,
+                memory_mb=self.memory_mb,
+                max_processes=self.max_processes,
+                max_output_bytes=self.max_output_bytes,
+                tmp_mb=self.tmp_mb,
+                mount=self.mount,
+                mount_at=self.mount_at,
+                bwrap_path=self.bwrap_path,
+                python=self.python,
+                name=self.tool_name,
+            )
+        ]
+
+    @bandoneon.hookimpl
+    def agent_created(self, agent: bandoneon.Agent) -> None:
+        # A warning now beats a surprise at the first call; the call itself still refuses.
+        if shutil.which(self.bwrap_path) is None:
+            log.warning("agent %r has run_code but bubblewrap (%s) is not installed: every call will fail; %s", agent.name, self.bwrap_path, INSTALL_HINT)
