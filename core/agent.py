@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -315,7 +314,7 @@ class Agent:
         listeners = self._listeners
         run = RunContext(
             agent=self,
-            run_id=uuid.uuid4().hex[:16],
+            run_id=os.urandom(8).hex(),
             prompt=prompt,
             messages=self._messages,
             transcript=self._transcript,

@@ -7,7 +7,6 @@ is a ``ConfigError`` that names the file, the key and what is expected.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         if explicit:
             raise ConfigError(f"configuration file {str(file)!r} does not exist")
         return Config()
+    import tomllib
+
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

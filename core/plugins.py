@@ -16,7 +16,6 @@ Operators control what loads with ``BANDONEON_DISABLED_PLUGINS=a,b`` and the all
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import inspect
 import logging
 import os
@@ -34,6 +33,8 @@ from .errors import BandoneonError, ConfigError, PluginError
 from .structuring import StructureError, structure
 
 if TYPE_CHECKING:
+    import importlib.metadata
+
     from .agent import Agent, RunResult
     from .context import RunContext
     from .decisions import Compacted, Refuse, Respond, Retry, Stop
@@ -129,6 +130,8 @@ def _env_names(variable: str) -> set[str] | None:
 @functools.cache
 def installed_plugins() -> dict[str, InstalledPlugin]:
     """Every plugin the environment offers, minus what the operator disabled. Nothing is imported."""
+    import importlib.metadata  # here, not at import time: scanning distributions is for the first agent
+
     disabled = _env_names("BANDONEON_DISABLED_PLUGINS") or set()
     allowed = _env_names("BANDONEON_PLUGINS")
     found: dict[str, InstalledPlugin] = {}

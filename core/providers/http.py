@@ -6,7 +6,6 @@ way, and the retry plugin works for all of them unchanged.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import time
 from collections.abc import AsyncIterator
@@ -125,6 +124,8 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

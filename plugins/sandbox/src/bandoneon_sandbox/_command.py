@@ -120,6 +120,7 @@ class BoxPlan:
             "--dir", "/box",
             "--ro-bind-data", str(launcher_fd), "/box/launch.py",
             "--ro-bind-data", str(program_fd), "/box/main.py",
+            "--remount-ro", "/",  # the box's own root too: /tmp is the one writable place
             "--chdir", "/tmp",
             "--",
             self.interpreter.executable_in_box, "-I", "-S", "/box/launch.py",

@@ -38,8 +38,12 @@ class Sandbox(bandoneon.Plugin):
     python: str | None = None
     tool_name: str = "run_code"
 
+    def __attrs_post_init__(self) -> None:
+        # Check every option now (ConfigError naming it), not at the first call.
+        self.register_tools(None)
+
     @bandoneon.hookimpl
-    def register_tools(self, agent: bandoneon.Agent) -> list[bandoneon.Tool]:
+    def register_tools(self, agent: bandoneon.Agent | None) -> list[bandoneon.Tool]:
         return [
             run_code_tool(
                 timeout=self.timeout,

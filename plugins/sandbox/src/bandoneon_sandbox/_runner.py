@@ -120,6 +120,7 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
             stderr=asyncio.subprocess.PIPE,
             pass_fds=(launcher_fd, program_fd),
             env=BWRAP_ENVIRONMENT,
+            cwd="/",  # not the host's working directory: the box could read it from /proc/1/environ (PWD)
             start_new_session=True,  # its own process group, so one killpg reaches bwrap and its helpers
         )
     except BaseException:
@@ -149,8 +150,11 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
         _kill(process, cap)
         for reader in readers:
             reader.cancel()
-        if cap is not None:
-            _keep_alive(asyncio.ensure_future(cap.remove()))
+        # Reap bwrap and empty the cgroup before letting the cancellation through; shielded,
+        # so a second cancellation leaves the cleanup running instead of half done.
+        cleanup = asyncio.ensure_future(_reap(process, cap))
+        _keep_alive(cleanup)
+        await asyncio.shield(cleanup)
         raise
     hit_process_limit = False
     if cap is not None:
@@ -168,6 +172,12 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
         stdout_dropped=out.dropped,
         stderr_dropped=err.dropped,
     )
+
+
+async def _reap(process: asyncio.subprocess.Process, cap: ProcessGroupCap | None) -> None:
+    await process.wait()
+    if cap is not None:
+        await cap.remove()
 
 
 _cleanups: set[asyncio.Future[None]] = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 
 import bandoneon
 
@@ -75,6 +76,13 @@ def run_code_tool(
     )
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
 def format_result(result: BoxResult, limits: Limits) -> str:
     """The run as the model reads it: how it ended first, then the output with any truncation marked."""
     if result.timed_out:
@@ -83,8 +91,8 @@ def format_result(result: BoxResult, limits: Limits) -> str:
         head = f"Stopped by the process limit: the program tried to start more than {limits.max_processes} processes. Exit code: {result.exit_code}."
     elif result.out_of_memory:
         head = f"Stopped by the memory limit ({limits.memory_mb} MiB): the program ran out of memory. Exit code: {result.exit_code}."
-    elif result.exit_code is not None and result.exit_code < 0:
-        head = f"Killed by signal {-result.exit_code}."
+    elif result.exit_code is not None and 128 < result.exit_code <= 128 + 64:
+        head = f"Killed by signal {_signal_name(result.exit_code - 128)} (exit code {result.exit_code})."
     else:
         head = f"Exit code: {result.exit_code}."
     parts = [head]
