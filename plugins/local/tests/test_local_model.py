@@ -257,3 +257,24 @@ async def test_cancelling_a_streaming_run_stops_it_and_frees_the_model():
 
 async def test_the_context_window_is_the_loaded_size():
     assert await LocalModel(n_ctx=2048).context_window() == 2048
+
+
+def test_answer_after_tool_results_asks_for_words_once_a_result_is_in():
+    call = bandoneon.ToolCall("c1", "get_weather", '{"city": "Paris"}')
+    after = ModelRequest((Message.user("Weather?"), Message.assistant("", [call]), Message.tool(call, "Sunny")), tools=(get_weather.spec,))
+    before = ModelRequest((Message.user("Weather?"),), tools=(get_weather.spec,))
+    model = LocalModel(answer_after_tool_results=True)
+    assert model.chat_arguments(after)["tool_choice"] == "none"
+    assert model.chat_arguments(before)["tool_choice"] == "auto"
+    assert LocalModel().chat_arguments(after)["tool_choice"] == "auto"
+
+
+def test_answer_after_tool_results_ends_the_run_with_an_answer():
+    model = LocalModel(answer_after_tool_results=True)
+    result = bandoneon.Agent(model, tools=[get_weather], max_turns=3, context_files=False, plugins=[], settings=FAST).run_sync("What is the weather in Paris?")
+    assert calls_made(result)[0].name == "get_weather"
+    assert result.stop == "end_turn" and result.ok and result.text
+
+
+def calls_made(result: bandoneon.RunResult) -> list[bandoneon.ToolCall]:
+    return [c for m in result.messages if m.role == "assistant" for c in m.tool_calls]

@@ -42,6 +42,10 @@ class LocalModel:
     ``chat_format`` defaults to ``chatml-function-calling`` (and then the file must carry a chat
     template, or it is refused as a base model); naming a format explicitly skips that check.
     ``max_tokens`` bounds each reply unless the request's settings say otherwise.
+    ``answer_after_tool_results=True`` sends ``tool_choice="none"`` when the last message is a
+    tool result and the agent left the choice to the model: a tiny model then answers in words
+    with the result in front of it, instead of calling the same tool again (it can no longer
+    chain two tools in a row, which a 135M model does not do well anyway).
     """
 
     name = "local"
@@ -55,6 +59,7 @@ class LocalModel:
         chat_format: str | None = None,
         max_tokens: int = 512,
         n_gpu_layers: int = 0,
+        answer_after_tool_results: bool = False,
     ):
         if n_ctx < 256:
             raise ConfigError(f"local model: n_ctx must be at least 256 tokens, got {n_ctx}")
@@ -65,6 +70,7 @@ class LocalModel:
         self.path = self.file.path
         self.chat_format = chat_format or FUNCTION_CALLING
         self.max_tokens = max_tokens
+        self.answer_after_tool_results = answer_after_tool_results
         self.settings = EngineSettings(
             path=str(self.path.resolve()),
             n_ctx=n_ctx,
@@ -121,6 +127,9 @@ class LocalModel:
                 for t in request.tools
             ]
             arguments["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
+            after_result = bool(request.messages) and request.messages[-1].role == "tool"
+            if self.answer_after_tool_results and after_result and request.tool_choice in (None, "auto"):
+                arguments["tool_choice"] = "none"
         arguments.update(request.settings)
         arguments.pop("stream", None)
         return arguments
@@ -250,4 +259,4 @@ def local_model(rest: str, **options: Any) -> LocalModel:
     try:
         return LocalModel(path, **options)
     except TypeError as exc:
-        raise ConfigError(f"local model: {exc}; options are n_ctx, n_threads, chat_format, max_tokens, n_gpu_layers") from None
+        raise ConfigError(f"local model: {exc}; options are n_ctx, n_threads, chat_format, max_tokens, n_gpu_layers, answer_after_tool_results") from None
