@@ -41,6 +41,7 @@ from .events import (
     TurnStart,
     event_names,
 )
+from .files import import_object, write_atomically
 from .messages import Message, ModelReply, ModelRequest, Thinking, ToolCall, ToolResult, ToolSpec, Turn, Usage
 from .plugins import (
     PROJECT,
@@ -134,6 +135,7 @@ __all__ = [
     "classify_status",
     "event_names",
     "hookimpl",
+    "import_object",
     "installed_plugins",
     "iter_sse",
     "load_config",
@@ -147,4 +149,5 @@ __all__ = [
     "structure",
     "tool",
     "unstructure",
+    "write_atomically",
 ]

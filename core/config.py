@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from .errors import ConfigError
+from .files import write_atomically
 from .structuring import StructureError, structure
 
 __all__ = ["Config", "load_config", "write_default_config"]
@@ -96,6 +97,4 @@ def write_default_config(path: Path, *, model: str = "local:", max_turns: int = 
         + "\n".join("# " + line if line else "" for line in plugins.splitlines())
         + "\n"
     )
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, text)

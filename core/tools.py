@@ -18,7 +18,6 @@ from typing import Any, TypeVar, overload
 import attrs
 
 from .context import RunContext
-from .errors import ToolError
 from .messages import ToolSpec
 from .schema import is_optional, object_schema, parse_docstring, unwrap_annotated
 from .structuring import StructureError, describe_value, structure, unstructure

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 import bandoneon
-from bandoneon import Compacted, Message, Retry, Stop, hookimpl
+from bandoneon import Compacted, Retry, Stop, hookimpl
 from bandoneon.cli import build_parser
 from bandoneon.testing import Fault, FunctionModel, Reply, ScriptedModel, call
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from bandoneon import BadResponse, ConfigError, Message, ModelReply, ModelRequest, Thinking, ToolCall, ToolSpec, Usage
 
-__all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "tool_choice", "usage", "wire_messages", "wire_tools"]
+__all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "system_blocks", "tool_choice", "usage", "wire_messages", "wire_tools"]
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 _EMPTY_REPLY = "(empty reply)"

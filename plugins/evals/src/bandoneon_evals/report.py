@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+import bandoneon
+
 from .dataset import Case
 from .runner import CaseRun
 
@@ -135,7 +137,7 @@ class Report:
         return {"name": self.name, "repeats": self.repeats, "totals": self.totals, "by_scorer": self.by_scorer, "cases": [c.to_json() for c in self.cases]}
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
-        _atomic_write(Path(path), json.dumps(self.to_json(), indent=2, ensure_ascii=False))
+        bandoneon.write_atomically(path, json.dumps(self.to_json(), indent=2, ensure_ascii=False))
 
     def table(self) -> str:
         """The scorecard for the terminal."""
@@ -203,13 +205,6 @@ def _scorer_cell(summary: CaseSummary, name: str) -> str:
 
 def _money(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
 
 
 class ReportError(ValueError):

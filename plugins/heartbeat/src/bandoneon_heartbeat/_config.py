@@ -15,7 +15,7 @@ import attrs
 import bandoneon
 
 from ._heartbeat import Heartbeat
-from ._imports import import_object
+from bandoneon import import_object
 
 __all__ = ["HeartbeatConfig", "heartbeat_from_config", "load_heartbeat_config"]
 

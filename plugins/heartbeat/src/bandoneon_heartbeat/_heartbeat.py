@@ -29,7 +29,7 @@ import attrs
 
 import bandoneon
 
-from ._files import write_atomically
+from bandoneon import write_atomically
 
 __all__ = ["Heartbeat", "HeartbeatReport", "HeartbeatTick", "TickOutcome"]
 

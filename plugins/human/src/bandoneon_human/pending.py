@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +61,7 @@ def now() -> str:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(data, file, ensure_ascii=False, indent=2, default=str)
-            file.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    bandoneon.write_atomically(path, json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def write_pending(path: str | Path, pending: Pending) -> None:

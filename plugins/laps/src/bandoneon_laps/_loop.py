@@ -21,7 +21,7 @@ import attrs
 
 import bandoneon
 
-from ._files import write_atomically
+from bandoneon import write_atomically
 
 __all__ = ["GoalResult", "LapRecord", "run_goal_loop", "run_goal_loop_sync"]
 

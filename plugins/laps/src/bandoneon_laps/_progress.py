@@ -8,7 +8,7 @@ from typing import Annotated
 
 import bandoneon
 
-from ._files import write_atomically
+from bandoneon import write_atomically
 
 NOTHING_YET = "Nothing written yet: this is the first lap."
 

@@ -79,7 +79,6 @@ class LocalModel:
             n_gpu_layers=n_gpu_layers,
         )
         self._engine: Engine | None = None
-        self._loading: asyncio.Lock | None = None
 
     def __repr__(self) -> str:
         return f"LocalModel(path={str(self.path)!r}, n_ctx={self.settings.n_ctx})"

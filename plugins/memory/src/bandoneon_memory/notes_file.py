@@ -14,6 +14,8 @@ import re
 import time
 from pathlib import Path
 
+import bandoneon
+
 from .store import check_scope
 
 __all__ = ["NotesFile"]
@@ -67,9 +69,7 @@ class NotesFile:
             raise IndexError(f"there is no note {number}; {self.path} holds {len(notes)}")
         removed = notes.pop(number - 1)
         text = "".join(f"- {date}: {note}\n" if date else f"- {note}\n" for date, note in notes)
-        temporary = self.path.with_suffix(".md.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, self.path)
+        bandoneon.write_atomically(self.path, text)
         return removed[1]
 
     async def aread(self) -> list[tuple[str, str]]:

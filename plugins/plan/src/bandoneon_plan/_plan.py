@@ -16,7 +16,7 @@ import attrs
 
 import bandoneon
 
-from ._files import write_atomically
+from bandoneon import write_atomically
 
 __all__ = ["Plan", "PlanItem", "plan_of"]
 

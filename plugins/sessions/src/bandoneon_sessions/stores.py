@@ -192,12 +192,7 @@ class JsonlStore(SessionStore):
             kept_path = target.with_name(f"{target.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
             os.link(target, kept_path)
             kept = str(kept_path)
-        temporary = target.with_name(f".{target.name}.tmp")
-        with open(temporary, "wb") as file:
-            file.write("".join(encode(r) + "\n" for r in records).encode())
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
+        bandoneon.write_atomically(target, "".join(encode(r) + "\n" for r in records))
         return kept
 
     def _remove(self, session_id: str) -> None:

@@ -12,7 +12,7 @@ import attrs
 
 import bandoneon
 
-from ._imports import import_object
+from bandoneon import import_object
 from ._tool import DEFAULT_MAX_DEPTH, subagent
 
 __all__ = ["SubagentSpec", "Subagents"]
