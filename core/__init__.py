@@ -42,7 +42,17 @@ from .events import (
     event_names,
 )
 from .files import import_object, write_atomically
-from .messages import Message, ModelReply, ModelRequest, Thinking, ToolCall, ToolResult, ToolSpec, Turn, Usage
+from .messages import (
+    Message,
+    ModelReply,
+    ModelRequest,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Turn,
+    Usage,
+)
 from .plugins import (
     PROJECT,
     InstalledPlugin,
@@ -56,12 +66,15 @@ from .plugins import (
     refresh_plugins,
 )
 from .providers import (
+    ChunkAssembler,
     DeltaCallback,
     HttpClient,
     OpenAICompatible,
     Provider,
+    WireOptions,
     classify_status,
     iter_sse,
+    openai_wire,
     parse_retry_after,
     read_json,
     register_provider,
@@ -74,6 +87,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CAPABILITIES",
+    "ChunkAssembler",
     "PROJECT",
     "Agent",
     "AssistantMessage",
@@ -130,6 +144,7 @@ __all__ = [
     "TurnEnd",
     "TurnStart",
     "Usage",
+    "WireOptions",
     "__version__",
     "build_plugin",
     "classify_status",
@@ -140,6 +155,7 @@ __all__ = [
     "iter_sse",
     "load_config",
     "load_plugin",
+    "openai_wire",
     "parse_retry_after",
     "plugin_name",
     "read_json",

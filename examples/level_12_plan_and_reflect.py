@@ -12,7 +12,7 @@ Run it against any model: ``BANDONEON_MODEL=ollama:llama3.1 python examples/leve
 from __future__ import annotations
 
 import bandoneon
-from bandoneon_plan import Plan, ReflectResult, plan_of, reflect_sync
+from bandoneon_plan import Plan, ReflectResult, reflect_sync
 
 SUBSCRIBERS = [12, 14, 18]
 
@@ -69,7 +69,7 @@ def main(model: str | bandoneon.Provider | None = None) -> ReflectResult:
         review,
         max_rounds=2,
     )
-    for item in plan_of(agent):
+    for item in agent.plan:
         print(f"[{item.status}] {item.description}")
     print(outcome.result.text)
     print(f"review rounds: {outcome.rounds}, still open: {list(outcome.open) or 'nothing'}")

@@ -64,13 +64,6 @@ async def test_an_assistant_message_with_null_or_missing_content_is_rejected(lla
     assert reply.finish_reason in ("stop", "length")
 
 
-STALE_CONNECTION = pytest.mark.xfail(
-    strict=False,
-    reason="core fix pending: llama.cpp drops the connection of an empty stream and the fallback POST "
-    "reuses it (NetworkError); OpenAICompatible.complete must ask once more on NetworkError. Remove this marker with the fix.",
-)
-
-
 def test_a_stream_with_tool_choice_auto_is_empty(llama_server, provider):
     request = ModelRequest((QUESTION,), tools=(WEATHER,), settings={"max_tokens": 48, "temperature": 0.0})
     body = {**provider.request_body(request), "stream": True}
@@ -84,7 +77,6 @@ def test_a_stream_with_tool_choice_auto_is_empty(llama_server, provider):
     assert pieces == 0
 
 
-@STALE_CONNECTION
 async def test_after_an_empty_stream_the_provider_asks_again_without_streaming(provider):
     request = ModelRequest((QUESTION,), tools=(WEATHER,), settings={"max_tokens": 48, "temperature": 0.0})
 
@@ -96,8 +88,29 @@ async def test_after_an_empty_stream_the_provider_asks_again_without_streaming(p
         assert reply.message.tool_calls and reply.message.tool_calls[0].name == "get_weather"
 
 
-def test_tool_choice_required_is_a_server_error(llama_server, provider):
-    # chatml-function-calling knows only auto, none and a named tool: "required" is an HTTP 500
-    # with an empty message. The core passes it through; see the report for the suggested mapping.
-    request = ModelRequest((QUESTION,), tools=(WEATHER,), tool_choice="required", settings={"max_tokens": 16})
+@pytest.fixture
+def tuned(llama_server) -> bandoneon.OpenAICompatible:
+    """The same server through the ``llama-cpp-python:`` prefix, with the wire options it needs."""
+    return bandoneon.resolve_model(f"llama-cpp-python:smollm2@{llama_server.base_url}", api_key="")
+
+
+async def test_tool_choice_required_is_a_server_error_unless_sent_as_the_named_tool(llama_server, provider, tuned):
+    # chatml-function-calling knows only auto, none and a named tool: "required" is an HTTP 500.
+    request = ModelRequest((QUESTION,), tools=(WEATHER,), tool_choice="required", settings={"max_tokens": 48, "temperature": 0.0})
     assert post(llama_server, provider.request_body(request)).status_code == 500
+    reply = await tuned.complete(request)
+    assert reply.message.tool_calls[0].name == "get_weather"
+
+
+async def test_tool_results_reach_the_model_only_as_user_text(llama_server, provider, tuned):
+    # The template renders no `tool` messages: a long result adds nothing to the prompt unless it
+    # is sent as user text naming the tool, which the llama-cpp-python: prefix does.
+    call = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
+    long_result = "Sunny and warm in Paris today. " * 40
+    history = (QUESTION, Message.assistant("", (call,)), Message.tool(call, long_result))
+    short = ModelRequest(history[:2] + (Message.tool(call, "Sunny."),), tools=(WEATHER,), tool_choice="none", settings={"max_tokens": 4})
+    long = ModelRequest(history, tools=(WEATHER,), tool_choice="none", settings={"max_tokens": 4})
+    plain = [post(llama_server, provider.request_body(r)).json()["usage"]["prompt_tokens"] for r in (short, long)]
+    assert plain[0] == plain[1], "the server dropped the tool message: its length changed nothing"
+    fixed = [(await tuned.complete(r)).usage.input_tokens for r in (short, long)]
+    assert fixed[1] > fixed[0] + 100

@@ -8,24 +8,31 @@ are handled here, each one on purpose:
 - tool calls are executed whenever the reply carries them, whatever ``finish_reason`` says;
 - a streamed request that yields nothing at all is asked again without streaming (llama.cpp
   returns an empty stream when tools are offered with ``tool_choice: "auto"``).
+
+Named servers: ``openai:``, ``ollama:``, ``lmstudio:``, ``vllm:``, ``llamacpp:`` (llama.cpp's
+``llama-server``), ``llama-cpp-python:`` (with the wire options its chat template needs); each
+also takes ``MODEL@URL``. ``openai-compatible:MODEL@URL`` is any other server.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
-from ..errors import BadResponse, NetworkError, StreamInterrupted
-from ..messages import Message, ModelReply, ModelRequest, ToolCall, Usage
+from ..errors import ConfigError, NetworkError, ProviderError, ServerError, StreamInterrupted
+from ..messages import ModelReply, ModelRequest
 from .base import DeltaCallback, register_provider
 from .http import HttpClient, classify_status, iter_sse, read_json
+from .openai_wire import PLAIN, ChunkAssembler, WireOptions, parse_completion, wire_messages, wire_tool_choice, wire_tools
 
 __all__ = ["OpenAICompatible"]
 
 
 class OpenAICompatible:
-    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``wire`` adapts the request to a server family's chat template (see ``WireOptions``).
+    """
 
     def __init__(
         self,
@@ -37,10 +44,12 @@ class OpenAICompatible:
         context_window: int | None = None,
         headers: dict[str, str] | None = None,
         name: str = "openai-compatible",
+        wire: WireOptions = PLAIN,
     ):
         self.name = name
         self.model = model
         self.base_url = base_url.rstrip("/")
+        self.wire = wire
         key = api_key if api_key is not None else (os.environ.get("BANDONEON_API_KEY") or os.environ.get("OPENAI_API_KEY"))
         all_headers = {"content-type": "application/json", **(headers or {})}
         if key:
@@ -60,25 +69,24 @@ class OpenAICompatible:
     async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body = self.request_body(request)
         if on_delta is None:
-            return parse_completion(await self._http.post_json("/chat/completions", body), self.name)
+            return parse_completion(await self._http.post_json("/chat/completions", body), self.name, self.model)
         reply = await self._stream(body, on_delta)
-        if reply is None:  # an empty stream: ask again, plainly
-            return parse_completion(await self._http.post_json("/chat/completions", body), self.name)
-        return reply
+        if reply is not None:
+            return reply
+        # An empty stream: ask again, plainly. llama.cpp closes the empty stream's keep-alive
+        # connection without saying so, and the pool may hand that connection out once more.
+        try:
+            data = await self._http.post_json("/chat/completions", body)
+        except NetworkError:
+            data = await self._http.post_json("/chat/completions", body)
+        return parse_completion(data, self.name, self.model)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for ``request`` (public, so tests and plugins can see the wire format)."""
-        messages: list[dict[str, Any]] = []
-        if request.system_prompt:
-            messages.append({"role": "system", "content": request.system_prompt})
-        messages.extend(_wire_message(m) for m in request.messages)
-        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request, self.wire)}
         if request.tools:
-            body["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
-                for t in request.tools
-            ]
-            body["tool_choice"] = request.tool_choice if request.tool_choice is not None else "auto"
+            body["tools"] = wire_tools(request.tools)
+            body["tool_choice"] = wire_tool_choice(request, self.wire)
         elif request.tool_choice is not None:
             body["tool_choice"] = request.tool_choice
         body.update(request.settings)
@@ -88,12 +96,7 @@ class OpenAICompatible:
         import httpx
 
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finish_reason: str | None = None
-        usage = Usage(requests=1)
-        model: str | None = None
-        delivered = False
+        assembler = ChunkAssembler(on_delta)
         try:
             async with self._http.client().stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
@@ -103,40 +106,17 @@ class OpenAICompatible:
                         break
                     chunk = read_json(data.encode(), self.name)
                     if "error" in chunk:
-                        raise _stream_error(chunk["error"], self.name, delivered, "".join(text))
-                    model = chunk.get("model") or model
-                    if chunk.get("usage"):
-                        usage = _usage(chunk["usage"])
-                    for choice in chunk.get("choices") or ():
-                        delta = choice.get("delta") or {}
-                        if delta.get("content"):
-                            text.append(delta["content"])
-                            delivered = True
-                            await on_delta("text", delta["content"])
-                        for piece in delta.get("tool_calls") or ():
-                            index = piece.get("index", len(calls))
-                            slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-                            function = piece.get("function") or {}
-                            slot["id"] = piece.get("id") or slot["id"]
-                            slot["name"] += function.get("name") or ""
-                            slot["arguments"] += function.get("arguments") or ""
-                            delivered = True
-                            await on_delta("tool_call", (index, slot["name"] or None, function.get("arguments") or ""))
-                        if choice.get("finish_reason"):
-                            finish_reason = choice["finish_reason"]
+                        raise _stream_error(chunk["error"], self.name, assembler)
+                    await assembler.feed(chunk)
         except httpx.TransportError as exc:
-            if delivered:
-                raise StreamInterrupted(f"{self.name}: the stream broke mid-reply: {exc or type(exc).__name__}", partial_text="".join(text), provider=self.name) from None
+            if assembler.delivered:
+                raise StreamInterrupted(f"{self.name}: the stream broke mid-reply: {exc or type(exc).__name__}", partial_text="".join(assembler.text), provider=self.name) from None
             raise NetworkError(f"{self.name}: cannot reach {self.base_url}: {exc or type(exc).__name__}", provider=self.name) from None
-        if not delivered and finish_reason is None:
+        if not assembler.delivered and assembler.finish_reason is None:
             return None
-        if finish_reason is None:
-            raise StreamInterrupted(f"{self.name}: the stream ended before the reply was finished", partial_text="".join(text), provider=self.name)
-        tool_calls = tuple(
-            ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"] or "{}") for index, slot in sorted(calls.items())
-        )
-        message = Message.assistant("".join(text), tool_calls)
-        return ModelReply(message, _finish_reason(finish_reason), usage, model)
+        if assembler.finish_reason is None:
+            raise StreamInterrupted(f"{self.name}: the stream ended before the reply was finished", partial_text="".join(assembler.text), provider=self.name)
+        return assembler.reply(self.model)
 
     # ---------------------------------------------------------------- the window
 
@@ -144,84 +124,32 @@ class OpenAICompatible:
         """Learned once from the server where it says so (vLLM ``max_model_len``, llama.cpp ``/props``)."""
         if not self._window_asked:
             self._window_asked = True
-            models = await self._http.get_json("/models")
-            for entry in (models or {}).get("data") or ():
-                if isinstance(entry, dict) and entry.get("id") == self.model and entry.get("max_model_len"):
-                    self._context_window = int(entry["max_model_len"])
-            if self._context_window is None:
-                for entry in (models or {}).get("data") or ():
-                    if isinstance(entry, dict) and entry.get("max_model_len"):
-                        self._context_window = int(entry["max_model_len"])
-                        break
-            if self._context_window is None:
-                root = self.base_url.removesuffix("/v1")
-                props = await self._http.get_json(f"{root}/props")
-                n_ctx = ((props or {}).get("default_generation_settings") or {}).get("n_ctx")
-                if n_ctx:
-                    self._context_window = int(n_ctx)
+            self._context_window = await self._learn_window()
         return self._context_window
 
-
-def _wire_message(message: Message) -> dict[str, Any]:
-    if message.role == "tool":
-        content = f"Error: {message.content}" if message.is_error and not message.content.startswith("Error") else message.content
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
-    if message.role == "assistant":
-        wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
-        if message.tool_calls:
-            wire["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls
-            ]
-        return wire
-    return {"role": message.role, "content": message.content}
+    async def _learn_window(self) -> int | None:
+        entries = [e for e in ((await self._http.get_json("/models")) or {}).get("data") or () if isinstance(e, dict)]
+        ours = [e for e in entries if e.get("id") == self.model] or entries
+        for entry in ours:
+            if entry.get("max_model_len"):
+                return int(entry["max_model_len"])
+        props = await self._http.get_json(f"{self.base_url.removesuffix('/v1')}/props")
+        n_ctx = ((props or {}).get("default_generation_settings") or {}).get("n_ctx")
+        return int(n_ctx) if n_ctx else None
 
 
-def parse_completion(data: Any, provider: str) -> ModelReply:
-    """A ``chat.completion`` JSON document as a ``ModelReply``; ``BadResponse`` when it is not one."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not choices:
-        raise BadResponse(f"{provider}: the reply has no choices: {json.dumps(data)[:200]}", provider=provider)
-    choice = choices[0]
-    raw = choice.get("message") or {}
-    tool_calls = []
-    for index, call in enumerate(raw.get("tool_calls") or ()):
-        function = call.get("function") or {}
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments if arguments is not None else {})
-        tool_calls.append(ToolCall(call.get("id") or f"call_{index}", function.get("name") or "", arguments))
-    message = Message.assistant(raw.get("content") or "", tool_calls)
-    return ModelReply(message, _finish_reason(choice.get("finish_reason")), _usage(data.get("usage") or {}), data.get("model"))
-
-
-def _usage(raw: dict[str, Any]) -> Usage:
-    details = raw.get("prompt_tokens_details") or {}
-    return Usage(
-        input_tokens=raw.get("prompt_tokens") or 0,
-        output_tokens=raw.get("completion_tokens") or 0,
-        cached_input_tokens=details.get("cached_tokens") or 0,
-        requests=1,
-    )
-
-
-def _finish_reason(value: str | None) -> str:
-    if value in ("tool_calls", "function_call"):
-        return "tool_calls"
-    return value or "stop"
-
-
-def _stream_error(error: Any, provider: str, delivered: bool, partial: str) -> Exception:
+def _stream_error(error: Any, provider: str, assembler: ChunkAssembler) -> ProviderError:
     message = error.get("message") if isinstance(error, dict) else str(error)
-    if delivered:
-        return StreamInterrupted(f"{provider}: the server reported an error mid-stream: {message}", partial_text=partial, provider=provider)
-    from ..errors import ServerError
-
+    if assembler.delivered:
+        return StreamInterrupted(f"{provider}: the server reported an error mid-stream: {message}", partial_text="".join(assembler.text), provider=provider)
     return ServerError(f"{provider}: the server reported an error in the stream: {message}", provider=provider)
 
 
-def _named_server(default_url: str, name: str, key_env: str | None = None):
+def _named_server(default_url: str, name: str, key_env: str | None = None, wire: WireOptions = PLAIN):
     def factory(model: str, **options: Any) -> OpenAICompatible:
-        options.setdefault("base_url", default_url)
+        model, _, url = model.rpartition("@") if "@" in model else (model, "", "")
+        options.setdefault("base_url", url or default_url)
+        options.setdefault("wire", wire)
         if key_env and "api_key" not in options:
             options["api_key"] = os.environ.get(key_env) or os.environ.get("BANDONEON_API_KEY")
         return OpenAICompatible(model or "default", name=name, **options)
@@ -229,13 +157,17 @@ def _named_server(default_url: str, name: str, key_env: str | None = None):
     return factory
 
 
+#: llama-cpp-python's own server with ``--chat_format chatml-function-calling``: its template
+#: never renders ``tool`` messages, lists tools only inside a system message, and answers
+#: HTTP 500 to ``tool_choice="required"``.
+LLAMA_CPP_PYTHON = WireOptions(tool_results_as_user=True, default_system_prompt="You are a helpful assistant.", required_as_named=True)
+
+
 def _openai_compatible(rest: str, **options: Any) -> OpenAICompatible:
     model, sep, url = rest.rpartition("@")
     if not sep:
         base_url = options.pop("base_url", None) or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
-            from ..errors import ConfigError
-
             raise ConfigError(
                 f"'openai-compatible:{rest}' needs a server address: write 'openai-compatible:MODEL@http://host:port/v1' "
                 "or set BANDONEON_BASE_URL"
@@ -250,3 +182,4 @@ register_provider("ollama", _named_server("http://localhost:11434/v1", "ollama")
 register_provider("lmstudio", _named_server("http://localhost:1234/v1", "lmstudio"))
 register_provider("vllm", _named_server("http://localhost:8000/v1", "vllm"))
 register_provider("llamacpp", _named_server("http://localhost:8080/v1", "llamacpp"))
+register_provider("llama-cpp-python", _named_server("http://localhost:8000/v1", "llama-cpp-python", wire=LLAMA_CPP_PYTHON))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import warnings
 
 import pytest
 
 import bandoneon
-from bandoneon.testing import ScriptedModel, call
-from bandoneon_compaction import Compaction, WindowUnknownWarning, estimate_tokens, fixed_tokens, is_note, message_tokens
+from bandoneon.testing import FunctionModel, ScriptedModel, call
+from bandoneon_compaction import SUMMARY_PREFIX, Compaction, WindowUnknownWarning, estimate_tokens, fixed_tokens, is_note, message_tokens
 
 
 @bandoneon.tool
@@ -193,6 +194,26 @@ def test_a_failed_summary_call_still_drops_and_the_run_goes_on(caplog):
     assert result.ok and result.text == "Return opened."
     assert "summary call failed" in caplog.text
     assert request_size(model.requests[-1]) <= 1_600
+
+
+async def test_a_summary_call_cut_by_turn_timeout_still_drops_and_the_run_goes_on(caplog):
+    scripted = ScriptedModel(call("get_order", order=4471), "Noted.", "In stock.", "Return opened.")
+
+    async def answer(request: bandoneon.ModelRequest):
+        if request.system_prompt.startswith("You write faithful summaries"):
+            await asyncio.sleep(60)  # a summariser that hangs: the watchdog cuts it
+        return await scripted.complete(request)
+
+    model = FunctionModel(answer, context_window=2_000)
+    agent = make_agent(model, plugin=Compaction(keep_recent_turns=1, summarize=True, summary_tokens=100), turn_timeout=0.5)
+    await agent.run("My order #4471 came with a bent front wheel.")
+    await agent.run("Is the wheel in stock? " + "Please check carefully. " * 150)
+    with caplog.at_level(logging.WARNING, logger="bandoneon_compaction"):
+        result = await agent.run("Open a return for my order. " + "Thanks a lot. " * 150)
+    assert (result.stop, result.text) == ("end_turn", "Return opened.")
+    assert "summary call failed (it took longer than turn_timeout=0.5s)" in caplog.text
+    assert request_size(model.requests[-1]) <= 1_600
+    assert not any(m.content.startswith(SUMMARY_PREFIX) for m in agent.messages)
 
 
 def test_a_real_tokenizer_plugs_in_as_a_callable():

@@ -151,5 +151,5 @@ def test_a_worker_that_dies_mid_case_does_not_lose_the_case(redis_url, workers, 
 def test_a_factory_that_is_not_an_import_path_is_refused_before_anything_is_sent(redis_url):
     import bandoneon
 
-    with pytest.raises(bandoneon.ConfigError, match="module:attribute"):
+    with pytest.raises(bandoneon.ConfigError, match="package.module:name"):
         CeleryBackend(redis_url, make_agent="make_agent", scorers="evals_factories:SCORERS")

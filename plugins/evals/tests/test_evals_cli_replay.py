@@ -55,7 +55,7 @@ def test_eval_run_names_a_broken_dataset_line(tmp_path, monkeypatch, capsys):
 
 def test_eval_run_with_an_unknown_agent_path_is_a_clear_error(dataset, capsys):
     assert main(["eval", "run", str(dataset), "--agent", "evals_factories:nope"]) == 1
-    assert "has no attribute 'nope'" in capsys.readouterr().err
+    assert "--agent 'evals_factories:nope': module 'evals_factories' has no 'nope'" in capsys.readouterr().err
 
 
 def write_report(path, rates):

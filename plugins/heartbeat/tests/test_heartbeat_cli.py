@@ -1,4 +1,3 @@
-import argparse
 import fcntl
 import importlib.util
 import json
@@ -9,22 +8,11 @@ from pathlib import Path
 import pytest
 
 import bandoneon
+from bandoneon.cli import main
 from bandoneon.testing import FunctionModel, MockLLMServer, Reply, call
 from bandoneon_heartbeat import HeartbeatPlugin
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_16_heartbeat.py"
-
-
-def run_cli(argv):
-    """Through `bandoneon.cli.main` when the core CLI exists, else through the registered parser."""
-    try:
-        from bandoneon.cli import main
-    except ImportError:
-        parser = argparse.ArgumentParser(prog="bandoneon")
-        HeartbeatPlugin.register_commands(parser.add_subparsers())
-        args = parser.parse_args(argv)
-        return args.handler(args)
-    return main(argv)
 
 
 @pytest.fixture
@@ -67,7 +55,7 @@ def state_of(tmp_path):
 def test_once_fires_one_tick_and_keeps_the_count_on_disk(config, tmp_path, server, capsys):
     (tmp_path / "hungry").touch()
     server.add(Reply(text="Fed the pet."))
-    assert run_cli(["heartbeat", str(config()), "--once"]) == 0
+    assert main(["heartbeat", str(config()), "--once"]) == 0
     assert "tick 1: woken (end_turn) · Fed the pet." in capsys.readouterr().out
     state = state_of(tmp_path)
     assert state["ticks"] == 1 and state["last_outcome"]["outcome"] == "woken"
@@ -76,8 +64,8 @@ def test_once_fires_one_tick_and_keeps_the_count_on_disk(config, tmp_path, serve
 def test_once_respects_max_ticks_across_invocations(config, tmp_path, server, capsys):
     path = config(max_ticks=2)
     for _ in range(2):
-        assert run_cli(["heartbeat", str(path), "--once"]) == 0
-    assert run_cli(["heartbeat", str(path), "--once"]) == 0
+        assert main(["heartbeat", str(path), "--once"]) == 0
+    assert main(["heartbeat", str(path), "--once"]) == 0
     out = capsys.readouterr().out
     assert "tick 1: quiet" in out and "tick 2: quiet" in out
     assert "heartbeat finished: max_ticks (2 ticks)" in out
@@ -87,16 +75,16 @@ def test_once_respects_max_ticks_across_invocations(config, tmp_path, server, ca
 
 def test_ticks_missed_while_nothing_ran_are_reported(config, tmp_path, capsys):
     path = config(max_ticks=5)
-    assert run_cli(["heartbeat", str(path), "--once"]) == 0
+    assert main(["heartbeat", str(path), "--once"]) == 0
     state = state_of(tmp_path)
     state["last_tick_at"] = time.time() - 5.5 * 3600
     (tmp_path / "pet.state.json").write_text(json.dumps(state))
-    assert run_cli(["heartbeat", str(path), "--once"]) == 0
+    assert main(["heartbeat", str(path), "--once"]) == 0
     assert "4 tick(s) were missed while nothing ran" in capsys.readouterr().out
 
 
 def test_the_in_process_timer_runs_until_a_fuse(config, tmp_path, capsys):
-    assert run_cli(["heartbeat", str(config(interval=0.01, max_ticks=2))]) == 0
+    assert main(["heartbeat", str(config(interval=0.01, max_ticks=2))]) == 0
     assert "heartbeat finished: max_ticks after 2 ticks (0 woke the model)" in capsys.readouterr().out
 
 
@@ -104,7 +92,7 @@ def test_a_second_process_on_the_same_heartbeat_drops_its_tick(config, tmp_path,
     path = config()
     with open(tmp_path / "pet.state.json.lock", "a+") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        assert run_cli(["heartbeat", str(path), "--once"]) == 0
+        assert main(["heartbeat", str(path), "--once"]) == 0
     assert "tick dropped: this heartbeat is already running" in capsys.readouterr().out
     assert not (tmp_path / "pet.state.json").exists()
 
@@ -118,13 +106,13 @@ def test_a_second_process_on_the_same_heartbeat_drops_its_tick(config, tmp_path,
     ],
 )
 def test_a_bad_config_exits_2_with_a_clear_message(config, tmp_path, capsys, overrides, message):
-    assert run_cli(["heartbeat", str(config(**overrides)), "--once"]) == 2
+    assert main(["heartbeat", str(config(**overrides)), "--once"]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "pet.state.json").exists()
 
 
 def test_a_missing_config_file_exits_2(tmp_path, capsys):
-    assert run_cli(["heartbeat", str(tmp_path / "nope.toml")]) == 2
+    assert main(["heartbeat", str(tmp_path / "nope.toml")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 

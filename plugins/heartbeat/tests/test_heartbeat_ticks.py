@@ -1,7 +1,9 @@
 import asyncio
 import json
 import logging
+from typing import ClassVar
 
+import attrs
 import pytest
 
 import bandoneon
@@ -71,10 +73,33 @@ async def test_an_async_local_condition_is_awaited():
 async def test_heartbeat_tick_is_emitted_only_when_the_model_is_woken():
     gauges = iter([False, True, False])
     agent = agent_with(ScriptedModel("ok"))
-    ticks = []
-    agent.on("heartbeat_tick", ticks.append)
-    await make(agent, local_condition=lambda: next(gauges), max_ticks=3).run()
-    assert [(t.tick, t.prompt) for t in ticks] == [(2, PROMPT)]
+    seen = []
+    agent.on("heartbeat_tick", seen.append)
+    agent.on("run_start", seen.append)
+    heartbeat = make(agent, local_condition=lambda: next(gauges), max_ticks=3)
+    await heartbeat.run()
+    tick, start = seen
+    assert (tick.name, tick.tick, tick.prompt, tick.run_id) == ("heartbeat_tick", 2, PROMPT, heartbeat.id)
+    assert start.name == "run_start"  # the tick comes first, then the run it starts
+    assert start.run_id != heartbeat.id
+
+
+@attrs.define
+class TickWatcher(bandoneon.Plugin):
+    name: ClassVar[str] = "tick_watcher"
+    seen: list = attrs.field(factory=list)
+
+    @bandoneon.hookimpl
+    def on_event(self, run, event):
+        if event.name == "heartbeat_tick":
+            self.seen.append((run, event.tick))
+
+
+async def test_plugins_observe_heartbeat_tick_outside_any_run():
+    watcher = TickWatcher()
+    agent = bandoneon.Agent(ScriptedModel("ok"), plugins=[watcher], context_files=False)
+    await make(agent, max_ticks=1).run()
+    assert watcher.seen == [(None, 1)]
 
 
 async def test_a_tick_during_a_run_is_dropped_not_queued():
@@ -240,9 +265,11 @@ def test_a_broken_state_file_is_a_clear_error(tmp_path):
     assert state.read_text() == "[1, 2"
 
 
-async def test_on_tick_errors_are_logged_not_fatal():
+async def test_on_tick_errors_are_logged_not_fatal(caplog):
     def on_tick(outcome):
         raise RuntimeError("printer on fire")
 
-    report = await make(agent_with(FunctionModel(lambda r: "ok")), max_ticks=2, on_tick=on_tick).run()
-    assert report.ticks == 2
+    with caplog.at_level(logging.ERROR, logger="bandoneon.heartbeat"):
+        report = await make(agent_with(FunctionModel(lambda r: "ok")), max_ticks=2, on_tick=on_tick).run()
+    assert [o.outcome for o in report.outcomes] == ["woken", "woken"]
+    assert "on_tick failed on tick 1" in caplog.text

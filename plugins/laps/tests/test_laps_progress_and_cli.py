@@ -1,4 +1,3 @@
-import argparse
 import importlib.util
 import json
 from pathlib import Path
@@ -6,6 +5,7 @@ from pathlib import Path
 import pytest
 
 import bandoneon
+from bandoneon.cli import main
 from bandoneon.testing import FunctionModel, MockLLMServer, Reply, ScriptedModel, call
 from bandoneon_laps import LAP_INSTRUCTIONS, Laps, progress_tools
 
@@ -50,18 +50,6 @@ def test_the_plugin_is_found_by_its_entry_point():
 # ---------------------------------------------------------------- the CLI
 
 
-def run_cli(argv):
-    """Through `bandoneon.cli.main` when the core CLI exists, else through the registered parser."""
-    try:
-        from bandoneon.cli import main
-    except ImportError:
-        parser = argparse.ArgumentParser(prog="bandoneon")
-        Laps.register_commands(parser.add_subparsers())
-        args = parser.parse_args(argv)
-        return args.handler(args)
-    return main(argv)
-
-
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -74,7 +62,7 @@ def test_the_cli_runs_laps_until_the_command_succeeds(workdir, capsys):
         # Lap 1 writes the note; the --until command checks that the note exists.
         server.add(Reply(tool_calls=[("write_progress", {"text": "all done"})]), Reply(text="lap one"), Reply(text="lap two"))
         model = "openai-compatible:m@" + server.base_url
-        code = run_cli(["laps", "Write the note.", "--until", "test -f PROGRESS.md", "--max-laps", "3", "--model", model])
+        code = main(["laps", "Write the note.", "--until", "test -f PROGRESS.md", "--max-laps", "3", "--model", model])
     out = capsys.readouterr().out
     assert code == 0
     assert "lap 1: end_turn · done · lap one" in out
@@ -84,19 +72,19 @@ def test_the_cli_runs_laps_until_the_command_succeeds(workdir, capsys):
 def test_the_cli_exits_1_when_the_fuse_blows(workdir, capsys):
     with MockLLMServer() as server:
         server.add(Reply(text="not yet"), Reply(text="still not"))
-        code = run_cli(["laps", "Try.", "--until", "false", "--max-laps", "2", "--model", "openai-compatible:m@" + server.base_url])
+        code = main(["laps", "Try.", "--until", "false", "--max-laps", "2", "--model", "openai-compatible:m@" + server.base_url])
     assert code == 1
     assert "max_laps: not done after 2 laps" in capsys.readouterr().out
 
 
 def test_the_cli_reports_an_until_command_that_does_not_exist(workdir, capsys):
-    code = run_cli(["laps", "Try.", "--until", "no-such-command-xyz", "--max-laps", "2", "--model", "openai-compatible:m@http://127.0.0.1:9/v1"])
+    code = main(["laps", "Try.", "--until", "no-such-command-xyz", "--max-laps", "2", "--model", "openai-compatible:m@http://127.0.0.1:9/v1"])
     assert code == 2
     assert "--until command not found" in capsys.readouterr().out
 
 
 def test_the_cli_refuses_max_laps_below_one(workdir, capsys):
-    code = run_cli(["laps", "Try.", "--until", "true", "--max-laps", "0"])
+    code = main(["laps", "Try.", "--until", "true", "--max-laps", "0"])
     assert code == 2
     assert "--max-laps must be at least 1" in capsys.readouterr().err
     assert not (workdir / ".bandoneon").exists()

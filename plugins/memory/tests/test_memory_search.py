@@ -237,3 +237,14 @@ async def test_reembed_moves_old_notes_to_the_new_model(mock_llm, tmp_path):
     await agent.run("go")
     [answer] = tool_outputs(agent)
     assert "kilo of colombia" in answer and "not searched" not in answer
+
+
+def test_a_forked_agent_gets_its_own_memory_plugin_over_the_same_notes(mock_llm, tmp_path):
+    model = ScriptedModel(call("remember", note="Buys 1 kg Colombia"), "Noted.", call("recall", query="Colombia order"), "The usual.")
+    agent = make_agent(model, mock_llm, tmp_path)
+    agent.run_sync("A kilo of Colombia")
+    forked = agent.fork()
+    assert forked.plugin("memory") is not agent.plugin("memory")
+    assert forked.plugin("memory").scope == "c-2291"  # options are copied, state is not
+    forked.run_sync("The usual?")
+    assert "Buys 1 kg Colombia" in tool_outputs(forked)[-1]

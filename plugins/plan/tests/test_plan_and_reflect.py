@@ -34,11 +34,11 @@ def test_the_whole_plan_is_in_every_request():
     assert "- [completed] Deliver to #12 (id 1)\n- [pending] Deliver to #14 (id 2)" in third
 
 
-def test_plan_of_reads_the_plan_and_it_carries_over_to_the_next_run():
+def test_agent_plan_reads_the_plan_and_it_carries_over_to_the_next_run():
     agent, model = planner(call("add_plan_item", description="Deliver to #12"), "planned", "still here")
     agent.run_sync("Plan it.")
-    assert plan_of(agent) == (PlanItem(1, "Deliver to #12", "pending"),)
-    assert agent.plugin("plan").plan == plan_of(agent)
+    assert agent.plan == (PlanItem(1, "Deliver to #12", "pending"),)
+    assert plan_of(agent) == agent.plan
     agent.run_sync("Go on.")
     assert "Deliver to #12 (id 1)" in model.requests[-1].system_prompt
 
@@ -53,7 +53,7 @@ def test_items_can_be_inserted_removed_and_reordered():
         "done",
     )
     agent.run_sync("go")
-    assert [(i.id, i.description) for i in plan_of(agent)] == [(3, "B"), (1, "A, but later")]
+    assert [(i.id, i.description) for i in agent.plan] == [(3, "B"), (1, "A, but later")]
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_bad_plan_calls_are_error_results_and_the_plan_is_unchanged(bad_call, me
     agent.run_sync("go")
     content, is_error = results(agent)[-1]
     assert is_error and message in content
-    assert plan_of(agent) == (PlanItem(1, "A", "pending"),)
+    assert agent.plan == (PlanItem(1, "A", "pending"),)
 
 
 def test_the_plan_is_kept_on_disk_with_plan_file(tmp_path):
@@ -92,9 +92,12 @@ def test_a_broken_plan_file_is_a_clear_error(tmp_path):
     assert path.read_text() == "{}"
 
 
-def test_plan_of_an_agent_without_the_plugin_says_so():
+def test_an_agent_without_the_plugin_has_no_plan():
+    agent = bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False)
     with pytest.raises(KeyError, match="plan"):
-        plan_of(bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False))
+        plan_of(agent)
+    with pytest.raises(AttributeError, match="plan"):
+        agent.plan
 
 
 def test_the_plugin_is_found_by_its_entry_point():
@@ -188,14 +191,3 @@ def test_the_paper_round_review_catches_the_paper_in_the_bushes():
     assert "Review found: #14 has no paper on the porch. Fix it." in [m.content for m in script.requests[4].messages]
     assert "- [completed] Deliver to #14 (id 2)" in script.requests[4].system_prompt  # the plan survived into the fix
     script.assert_all_used()
-
-
-def test_agent_plan_reads_the_plan_on_the_agent_itself():
-    import bandoneon
-    from bandoneon.testing import ScriptedModel, call
-    from bandoneon_plan import Plan
-
-    model = ScriptedModel(call("add_plan_item", description="Deliver to #12"), "planned")
-    agent = bandoneon.Agent(model, plugins=[Plan()], context_files=False)
-    agent.run_sync("plan the round")
-    assert [item.description for item in agent.plan] == ["Deliver to #12"]

@@ -65,6 +65,18 @@ def test_without_bubblewrap_the_tool_says_what_to_install_and_never_runs_the_cod
     assert "bubblewrap" in caplog.text  # the operator is told too
 
 
+def test_with_no_bwrap_on_path_the_default_tool_says_what_to_install(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no bwrap anywhere on PATH
+    sentinel = tmp_path / "ran.txt"
+    model = ScriptedModel(call("run_code", code=f"open({str(sentinel)!r}, 'w').write('unsandboxed')"), "ok")
+    agent = bandoneon.Agent(model, plugins=[Sandbox()], context_files=False)
+    assert "is not installed" in caplog.text  # warned when the agent is built, before any call
+    agent.run_sync("go")
+    result = tool_result(model)
+    assert result.is_error and "bubblewrap is not installed" in result.content and "apt-get install bubblewrap" in result.content
+    assert not sentinel.exists()
+
+
 def test_a_bwrap_that_cannot_build_namespaces_is_refused_not_bypassed(tmp_path):
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")

@@ -216,13 +216,23 @@ async def test_a_fork_bomb_ends_with_a_clear_message():
 
 
 async def test_running_past_the_deadline_kills_the_code_and_its_children():
+    # The program sleeps: it uses no CPU time, so the CPU cap (RLIMIT_CPU) cannot be what stops
+    # it, only the wall-clock deadline can. The outer bound turns a broken kill into a failure
+    # (the box would sleep for an hour) instead of a hung test run.
     marker = f"{time.time_ns() % 10**9}.{os.getpid()}"
-    code = f"import subprocess\nsubprocess.Popen(['sleep', '{marker}'])\nwhile True:\n    pass"
+    code = f"import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'])\ntime.sleep(3600)"
     limits = Limits(timeout=1)
-    result = await Box(limits=limits).run(code)
+    result = await asyncio.wait_for(Box(limits=limits).run(code), 60)
     assert result.timed_out and result.exit_code is None
     assert "time limit" in format_result(result, limits)
     assert await eventually_gone(marker) == []
+
+
+async def test_a_busy_loop_is_stopped_at_the_deadline_too():
+    limits = Limits(timeout=1)
+    result = await asyncio.wait_for(Box(limits=limits).run("while True:\n    pass"), 60)
+    # Whichever wall comes first, the wall-clock deadline or the CPU-time cap, the code is killed.
+    assert not result.ok and format_result(result, limits).startswith("Killed")
 
 
 async def test_cancelling_the_run_kills_the_code():

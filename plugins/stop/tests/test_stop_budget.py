@@ -96,10 +96,17 @@ def test_a_budget_of_zero_or_less_is_a_config_error(option, value):
         StopRules(**{option: value})
 
 
+@pytest.mark.parametrize("option", ["max_tokens", "max_cost", "max_seconds", "max_errors_in_a_row"])
 @pytest.mark.parametrize("value", [0, -5])
-def test_a_bad_budget_by_name_is_a_config_error_naming_the_plugin(value):
-    with pytest.raises(bandoneon.ConfigError, match="stop"):
-        bandoneon.Agent(ScriptedModel(), plugins={"stop": {"max_tokens": value}}, context_files=False)
+def test_a_budget_of_zero_or_less_by_name_is_a_config_error_with_the_plugins_message(option, value):
+    with pytest.raises(bandoneon.ConfigError, match=rf"options of plugin 'stop': stop: {option} must be a positive number, got -?\d"):
+        bandoneon.Agent(ScriptedModel(), plugins={"stop": {option: value}}, context_files=False)
+
+
+def test_a_budget_of_zero_in_bandoneon_toml_is_a_config_error_naming_the_file(tmp_path):
+    (tmp_path / "bandoneon.toml").write_text("[plugins.stop]\nmax_tokens = 0\n")
+    with pytest.raises(bandoneon.ConfigError, match=r"bandoneon\.toml.*max_tokens must be a positive number, got 0"):
+        bandoneon.Agent(ScriptedModel(), config=tmp_path / "bandoneon.toml", context_files=False)
 
 
 def test_a_budget_of_the_wrong_type_is_a_config_error():

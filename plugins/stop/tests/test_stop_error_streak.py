@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bandoneon
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import MockLLMServer, Reply, ScriptedModel, call
 from bandoneon_stop import StopRules
 
 
@@ -72,3 +72,14 @@ def test_without_a_limit_errors_go_on_until_max_turns():
     model = ScriptedModel(*(call("use", item="key", target="door") for _ in range(4)))
     agent = bandoneon.Agent(model, tools=[use], plugins=[StopRules()], context_files=False, max_turns=4)
     assert agent.run_sync("Open the door.").stop == "max_turns"
+
+
+def test_an_error_streak_over_http(mock_llm: MockLLMServer):
+    mock_llm.add(*(Reply(tool_calls=[("use", {"item": "key", "target": "door"})]) for _ in range(2)))
+    agent = bandoneon.Agent("openai-compatible:mock@" + mock_llm.base_url, tools=[use], plugins={"stop": {"max_errors_in_a_row": 2}}, context_files=False)
+    result = agent.run_sync("Open the door.")
+    assert (result.stop, result.ok) == ("error_streak", False)
+    assert "Nothing happens when you use key with door" in result.detail
+    tool_messages = [m for m in mock_llm.requests[1].json["messages"] if m["role"] == "tool"]
+    assert "Nothing happens" in tool_messages[-1]["content"]  # the model read the first error
+    mock_llm.assert_all_used()

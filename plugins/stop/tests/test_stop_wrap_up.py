@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+import attrs
 import pytest
 
 import bandoneon
@@ -122,3 +125,26 @@ async def test_a_run_timeout_wraps_up_too():
     result = await agent.run("Find it.")
     assert (result.stop, result.text) == ("timeout", "Nothing found in time.")
     assert agent.messages[-2].is_error  # the cut tool call still has its result
+
+
+@attrs.define
+class SideCaller(bandoneon.Plugin):
+    """Another plugin making its own model call after each turn (a classifier, a summariser)."""
+
+    name: ClassVar[str] = "side_caller"
+
+    @bandoneon.hookimpl
+    async def after_turn(self, run: bandoneon.RunContext) -> None:
+        side = bandoneon.ModelRequest(messages=(bandoneon.Message.user("Classify the last turn."),), system_prompt="You are a classifier.", settings={"max_tokens": 5})
+        await run.call_model(side)
+
+
+def test_a_side_call_by_another_plugin_does_not_become_the_wrap_up_request():
+    model = ScriptedModel(call("search", query="a bell"), "harmless", "Order 4417 has a bell.")
+    agent = bandoneon.Agent(model, tools=[search], plugins=[StopRules(wrap_up_on=LIMITS), SideCaller()], context_files=False, max_turns=1, system_prompt="You are the shop's assistant.")
+    result = agent.run_sync("What is in order 4417?")
+    assert (result.stop, result.text) == ("max_turns", "Order 4417 has a bell.")
+    loop_request, side_request, wrap_up_request = model.requests
+    assert side_request.system_prompt == "You are a classifier."
+    assert wrap_up_request.system_prompt == loop_request.system_prompt == "You are the shop's assistant."
+    assert wrap_up_request.settings == loop_request.settings

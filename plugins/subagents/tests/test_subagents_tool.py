@@ -226,12 +226,65 @@ def test_the_usage_of_a_child_that_failed_is_still_counted():
 def test_child_events_reach_the_parents_listeners_linked_to_the_parent_run():
     model = by_role(parent=[call("scout", task="x"), "done"], child=["found"])
     agent = bandoneon.Agent(model, tools=[scout()], plugins=[], context_files=False)
-    starts = []
+    starts, forwarded = [], []
     agent.on("run_start", starts.append)
+    agent.on("subagent_event", forwarded.append)
     result = agent.run_sync("go")
-    parent_start, child_start = starts
+    (parent_start,) = starts  # the child's run_start is not passed off as the parent's own
     assert parent_start.run_id == result.run_id and parent_start.parent_run_id is None
-    assert child_start.parent_run_id == result.run_id and child_start.prompt == "x"
+    assert {(f.run_id, f.subagent) for f in forwarded} == {(result.run_id, "scout")}
+    child_start = forwarded[0].event
+    assert child_start.name == "run_start" and child_start.parent_run_id == result.run_id and child_start.prompt == "x"
+    assert forwarded[-1].event.name == "run_end" and forwarded[-1].event.run_id == child_start.run_id
+
+
+@attrs.define
+class Recorder(bandoneon.Plugin):
+    """An observer that asks to follow the parent into its subagents (as tracing does)."""
+
+    name: ClassVar[str] = "recorder"
+    inherits_to_subagents: ClassVar[bool] = True
+    runs: list = attrs.field(factory=list)
+    events: list = attrs.field(factory=list)
+
+    @bandoneon.hookimpl
+    def before_run(self, run):
+        self.runs.append((run.depth, run.agent.name))
+
+    @bandoneon.hookimpl
+    def on_event(self, run, event):
+        self.events.append((run.run_id, event.run_id, event.name))
+
+
+@attrs.define
+class Homebody(bandoneon.Plugin):
+    name: ClassVar[str] = "homebody"
+    runs: list = attrs.field(factory=list)
+
+    @bandoneon.hookimpl
+    def before_run(self, run):
+        self.runs.append(run.depth)
+
+
+def test_plugins_marked_inherits_to_subagents_follow_the_parent_into_every_child():
+    recorder, homebody = Recorder(), Homebody()
+    model = by_role(parent=[call("scout", task="x"), "done"], child=["found"])
+    agent = bandoneon.Agent(model, tools=[scout(plugins=[])], plugins=[recorder, homebody], context_files=False)
+    agent.run_sync("go")
+    assert recorder.runs == [(0, "agent"), (1, "agent/scout")]  # the same instance, in the child
+    assert homebody.runs == [0]  # a plugin without the flag stays home
+
+
+def test_an_inherited_observer_sees_each_child_event_once_under_the_childs_run():
+    recorder = Recorder()
+    model = by_role(parent=[call("scout", task="x"), "done"], child=["found"])
+    agent = bandoneon.Agent(model, tools=[scout()], plugins=[recorder], context_files=False)
+    agent.on("*", lambda event: None)  # the parent has listeners, so child events are forwarded
+    agent.run_sync("go")
+    assert all(run_id == event_run_id for run_id, event_run_id, _ in recorder.events)
+    starts = [event_run_id for _, event_run_id, name in recorder.events if name == "run_start"]
+    assert len(starts) == len(set(starts)) == 2
+    assert any(name == "subagent_event" for *_, name in recorder.events)
 
 
 def test_a_child_that_runs_out_of_turns_returns_an_error_the_parent_reads():

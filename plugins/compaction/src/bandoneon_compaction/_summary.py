@@ -50,7 +50,12 @@ def render(messages: Sequence[bandoneon.Message], max_chars: int) -> str:
 async def summarise(
     run: bandoneon.RunContext, dropped: Sequence[bandoneon.Message], *, max_tokens: int, input_chars: int
 ) -> bandoneon.Message | None:
-    """Ask the run's model for the summary; None (and a log line) when the call fails."""
+    """Ask the run's model for the summary; None (and a log line) when the call fails.
+
+    A failure covers provider errors that retrying did not fix and the agent's
+    ``turn_timeout`` cutting this call: either way the exchanges go without a summary and
+    the run goes on, rather than the whole run failing for a side call.
+    """
     request = bandoneon.ModelRequest(
         messages=(bandoneon.Message.user(SUMMARY_PROMPT + "\n\n<conversation>\n" + render(dropped, input_chars) + "\n</conversation>"),),
         system_prompt="You write faithful summaries of conversations for an assistant's memory.",
@@ -58,8 +63,9 @@ async def summarise(
     )
     try:
         reply = await run.call_model(request)
-    except bandoneon.ProviderError as exc:
-        log.warning("compaction: the summary call failed (%s); the old exchanges are dropped without a summary", exc)
+    except (bandoneon.ProviderError, TimeoutError) as exc:
+        reason = str(exc) or f"it took longer than turn_timeout={run.agent.turn_timeout}s"
+        log.warning("compaction: the summary call failed (%s); the old exchanges are dropped without a summary", reason)
         return None
     text = reply.message.content.strip()
     if not text:

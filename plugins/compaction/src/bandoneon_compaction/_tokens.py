@@ -7,7 +7,6 @@ as any ``count_tokens(text) -> int`` callable, or as a ``"module:function"`` imp
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -34,11 +33,7 @@ def resolve_counter(option: Any) -> TokenCount:
     if callable(option):
         return option
     if isinstance(option, str) and ":" in option:
-        module_name, _, attribute = option.partition(":")
-        try:
-            found = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise bandoneon.ConfigError(f"compaction: count_tokens={option!r} cannot be imported: {exc}") from None
+        found = bandoneon.import_object(option, what="compaction: count_tokens")
         if not callable(found):
             raise bandoneon.ConfigError(f"compaction: count_tokens={option!r} is not callable")
         return found

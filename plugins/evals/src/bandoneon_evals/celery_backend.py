@@ -22,7 +22,6 @@ The worker reads it from ``BANDONEON_EVALS_VISIBILITY_TIMEOUT``: set the same va
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -33,33 +32,15 @@ import bandoneon
 from .dataset import Case
 from .runner import CaseRun, Progress, run_case
 
-__all__ = ["TASK_NAME", "CeleryBackend", "import_path", "make_app"]
+__all__ = ["TASK_NAME", "CeleryBackend", "load_scorers", "make_app"]
 
 TASK_NAME = "bandoneon_evals.run_case"
 QUEUE = "bandoneon_evals"
 
 
-def import_path(path: str) -> Any:
-    """The object named by ``module:attr`` (``ConfigError`` naming what is missing)."""
-    module_name, sep, attr = path.partition(":")
-    if not sep or not module_name or not attr:
-        raise bandoneon.ConfigError(f"{path!r} is not an import path; write it as 'module:attribute'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise bandoneon.ConfigError(f"cannot import {module_name!r} (from {path!r}): {exc}") from None
-    value: Any = module
-    for part in attr.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise bandoneon.ConfigError(f"{module_name!r} has no attribute {attr!r}") from None
-    return value
-
-
 def load_scorers(path: str) -> list[Any]:
     """Scorers from an import path: a list of scorers, or a function with no arguments returning one."""
-    value = import_path(path)
+    value = bandoneon.import_object(path, what="scorers")
     if callable(value) and not hasattr(value, "score"):
         value = value()
     if hasattr(value, "score"):
@@ -99,7 +80,7 @@ def make_app(broker: str, result_backend: str | None = None, *, visibility_timeo
 
     @app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=True)
     def run_case_task(make_agent_path: str, scorers_path: str, case: dict[str, Any], repeat: int, timeout: float | None) -> dict[str, Any]:
-        make_agent = import_path(make_agent_path)
+        make_agent = bandoneon.import_object(make_agent_path, what="agent factory")
         scorers = load_scorers(scorers_path)
         result = asyncio.run(run_case(Case.from_json(case), make_agent, scorers, repeat=repeat, timeout=timeout))
         return result.to_json()
@@ -122,7 +103,7 @@ class CeleryBackend:
     """
 
     def __init__(self, broker: str, *, make_agent: str, scorers: str, result_backend: str | None = None, visibility_timeout: float | None = None, poll_interval: float = 0.05):
-        import_path(make_agent)
+        bandoneon.import_object(make_agent, what="agent factory")
         load_scorers(scorers)
         self.broker = broker
         self.result_backend = result_backend

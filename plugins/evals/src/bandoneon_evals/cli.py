@@ -10,7 +10,7 @@ from typing import Any
 import bandoneon
 
 from . import scorers as builtin
-from .celery_backend import CeleryBackend, import_path, load_scorers
+from .celery_backend import CeleryBackend, load_scorers
 from .dataset import DatasetError
 from .report import ReportError, compare, load_report
 from .runner import run_eval
@@ -82,7 +82,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     specs = args.scorer or ["contains"]
     try:
-        make_agent = import_path(args.agent)
+        make_agent = bandoneon.import_object(args.agent, what="--agent")
         scorers = scorers_from_specs(",".join(specs))
         backend = None
         if args.backend == "celery":
@@ -97,9 +97,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.json:
         report.write_json(args.json)
     if args.markdown:
-        _write(args.markdown, report.markdown())
+        bandoneon.write_atomically(args.markdown, report.markdown())
     if args.html:
-        _write(args.html, report.html())
+        bandoneon.write_atomically(args.html, report.html())
     if args.min_pass_rate is not None and report.pass_rate < args.min_pass_rate:
         print(f"bandoneon eval: pass rate {report.pass_rate:.1%} is below --min-pass-rate {args.min_pass_rate:.1%}", file=sys.stderr)
         return 1
@@ -131,12 +131,6 @@ def __getattr__(name: str) -> Any:
         specs = [s.replace("_x_", ":") for s in name.removeprefix("_specs__").split("__")]
         return lambda: scorers_from_specs(",".join(specs))
     raise AttributeError(name)
-
-
-def _write(path: str, text: str) -> None:
-    from pathlib import Path
-
-    Path(path).write_text(text, encoding="utf-8")
 
 
 def compare_command(args: argparse.Namespace) -> int:

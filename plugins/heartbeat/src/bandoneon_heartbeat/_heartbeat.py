@@ -38,7 +38,11 @@ log = logging.getLogger("bandoneon.heartbeat")
 
 @attrs.frozen
 class HeartbeatTick(bandoneon.Event):
-    """A tick woke the model. ``run_id`` is the heartbeat's id (the run it starts has its own)."""
+    """A tick woke the model; emitted just before its run starts, outside any run.
+
+    ``run_id`` is the heartbeat's id (``Heartbeat.id``): the run the tick starts has its
+    own id, which its ``run_start`` (the next event) carries.
+    """
 
     name: ClassVar[str] = "heartbeat_tick"
     tick: int
@@ -242,7 +246,7 @@ class Heartbeat:
         agent = self.agent
         if self.fresh_session:
             agent.clear()
-        await agent.new_run(self.check_prompt).emit(HeartbeatTick(self.id, tick, self.check_prompt))
+        await agent.emit(HeartbeatTick(self.id, tick, self.check_prompt))
         spent: list[bandoneon.Usage] = []
         listener = lambda event: spent.append(event.usage)  # noqa: E731
         agent.on("run_end", listener)

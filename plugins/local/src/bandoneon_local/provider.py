@@ -16,13 +16,14 @@ flaws this provider works around, each on purpose (measured with SmolLM2-135M-In
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from bandoneon import ConfigError, DeltaCallback, Message, ModelReply, ModelRequest, ToolCall, Usage
+import attrs
+
+from bandoneon import ConfigError, DeltaCallback, Message, ModelReply, ModelRequest, Usage, WireOptions, openai_wire
 
 from .engine import Engine, EngineSettings, shared_engine
 from .model_file import ModelFile, default_model_path, inspect_model
@@ -32,6 +33,8 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "LocalModel", "local_model"]
 FUNCTION_CALLING = "chatml-function-calling"
 #: Sent when the agent has no system prompt: the chat format lists tools only inside one.
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+#: What that chat format needs: results as user text (it drops ``tool`` messages) and a system message.
+FUNCTION_CALLING_WIRE = WireOptions(tool_results_as_user=True, default_system_prompt=DEFAULT_SYSTEM_PROMPT)
 _ONLY_CALL_MARKERS = re.compile(r"^\s*(functions\.[\w.-]+:\s*)*$")
 
 
@@ -113,18 +116,10 @@ class LocalModel:
     def chat_arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``Llama.create_chat_completion`` for ``request`` (public so
         tests can see what the model is given)."""
-        rewrite = self.chat_format == FUNCTION_CALLING
-        messages: list[dict[str, Any]] = []
-        system = request.system_prompt or (DEFAULT_SYSTEM_PROMPT if rewrite else "")
-        if system:
-            messages.append({"role": "system", "content": system})
-        messages.extend(_wire_message(m, tool_results_as_user=rewrite) for m in request.messages)
-        arguments: dict[str, Any] = {"messages": messages, "max_tokens": self.max_tokens}
+        wire = FUNCTION_CALLING_WIRE if self.chat_format == FUNCTION_CALLING else openai_wire.PLAIN
+        arguments: dict[str, Any] = {"messages": openai_wire.wire_messages(request, wire), "max_tokens": self.max_tokens}
         if request.tools:
-            arguments["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
-                for t in request.tools
-            ]
+            arguments["tools"] = openai_wire.wire_tools(request.tools)
             arguments["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
             after_result = bool(request.messages) and request.messages[-1].role == "tool"
             if self.answer_after_tool_results and after_result and request.tool_choice in (None, "auto"):
@@ -134,75 +129,22 @@ class LocalModel:
         return arguments
 
     async def _whole(self, engine: Engine, arguments: dict[str, Any]) -> ModelReply:
-        data = await engine.chat(arguments)
-        choice = data["choices"][0]
-        raw = choice.get("message") or {}
-        calls = [
-            ToolCall(call.get("id") or f"call_{index}", (call.get("function") or {}).get("name") or "", _arguments_text((call.get("function") or {}).get("arguments")))
-            for index, call in enumerate(raw.get("tool_calls") or ())
-        ]
-        usage = data.get("usage") or {}
-        return ModelReply(
-            Message.assistant(raw.get("content") or "", calls),
-            _finish_reason(choice.get("finish_reason"), calls),
-            Usage(input_tokens=usage.get("prompt_tokens") or 0, output_tokens=usage.get("completion_tokens") or 0, requests=1),
-            self.model,
-        )
+        reply = openai_wire.parse_completion(await engine.chat(arguments), self.name, self.model)
+        return attrs.evolve(reply, model=self.model)
 
     async def _stream(self, engine: Engine, arguments: dict[str, Any], on_delta: DeltaCallback | None) -> ModelReply:
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        state = {"finish": None, "pieces": 0}
-
-        async def on_chunk(chunk: dict[str, Any]) -> None:
-            for choice in chunk.get("choices") or ():
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    text.append(delta["content"])
-                    state["pieces"] += 1
-                    if on_delta is not None:
-                        await on_delta("text", delta["content"])
-                for piece in delta.get("tool_calls") or ():
-                    index = piece.get("index", 0)
-                    function = piece.get("function") or {}
-                    slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-                    slot["id"] = slot["id"] or piece.get("id") or ""
-                    slot["name"] = slot["name"] or function.get("name") or ""  # repeated in every chunk
-                    args = function.get("arguments") or ""
-                    slot["arguments"] += args
-                    if args:
-                        state["pieces"] += 1
-                    if on_delta is not None:
-                        await on_delta("tool_call", (index, slot["name"] or None, args))
-                if choice.get("finish_reason"):
-                    state["finish"] = choice["finish_reason"]
-
-        tokens_in_context = await engine.stream(arguments, on_chunk)
-        tool_calls = [ToolCall(slot["id"] or f"call_{i}", slot["name"], slot["arguments"] or "{}") for i, slot in sorted(calls.items())]
+        assembler = openai_wire.ChunkAssembler(on_delta)
+        tokens_in_context = await engine.stream(arguments, assembler.feed)
         # Chunks carry no usage: one piece is one token, the rest of the context is the prompt.
-        output_tokens = state["pieces"]
+        output_tokens = assembler.pieces
         usage = Usage(input_tokens=max(0, tokens_in_context - output_tokens), output_tokens=output_tokens, requests=1)
-        return ModelReply(Message.assistant("".join(text), tool_calls), _finish_reason(state["finish"], tool_calls), usage, self.model)
+        return attrs.evolve(assembler.reply(self.model, usage), model=self.model)
 
 
 def _default_threads() -> int:
     """Half the CPUs (about the physical cores), at most 8: llama.cpp's threads spin while they
     wait, so asking for every CPU on a busy machine makes each token slower, not faster."""
     return max(1, min(8, (os.cpu_count() or 2) // 2))
-
-
-def _wire_message(message: Message, *, tool_results_as_user: bool) -> dict[str, Any]:
-    if message.role == "tool":
-        if tool_results_as_user:
-            label = "Error from" if message.is_error else "Result of"
-            return {"role": "user", "content": f"{label} {message.name or 'the tool'}: {message.content}"}
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    if message.role == "assistant":
-        wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
-        if message.tool_calls:  # the template tests for the key, so it is left out when empty
-            wire["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
-        return wire
-    return {"role": message.role, "content": message.content}
 
 
 def _tool_choice(choice: Any, tools: tuple[Any, ...]) -> Any:
@@ -224,18 +166,6 @@ def _tool_choice(choice: Any, tools: tuple[Any, ...]) -> Any:
             raise ConfigError(f"local model: tool_choice names {name!r}, which is not one of the offered tools ({', '.join(t.name for t in tools)})")
         return {"type": "function", "function": {"name": name}}
     raise ConfigError(f"local model: unknown tool_choice {choice!r}; use 'auto', 'none', 'required' or a tool name dict")
-
-
-def _arguments_text(arguments: Any) -> str:
-    if isinstance(arguments, str):
-        return arguments or "{}"
-    return json.dumps(arguments if arguments is not None else {})
-
-
-def _finish_reason(value: str | None, calls: list[ToolCall]) -> str:
-    if calls or value in ("tool_calls", "function_call"):
-        return "tool_calls" if calls else "stop"
-    return value or "stop"
 
 
 async def _replay(message: Message, on_delta: DeltaCallback) -> None:

@@ -171,7 +171,7 @@ class SqliteStore:
         for note_id, note_scope, text, created_at, note_model, blob in rows:
             stored = _unpack(blob)
             if len(stored) != len(query):
-                continue  # same model name, other dimensions: never compared, reported by models()
+                continue  # same model name, other dimensions: never compared (a vector of another space)
             score = sum(a * b for a, b in zip(query, stored, strict=True))
             if score >= min_score:
                 hits.append(Hit(Note(note_id, note_scope, text, created_at, note_model), score))

@@ -1,14 +1,17 @@
 """One writer per session: an exclusive ``flock`` on a lock file beside the session.
 
-The kernel releases an flock when its holder dies, so a crashed process never leaves a session
-locked for ever. The holder writes its pid into the file so the error can name it. Locks are
-per open file, so two agents in one process conflict too, as they should.
+The kernel releases an flock when its file is closed, which happens when its holder calls
+``release()``, when the ``SessionLock`` is garbage-collected (the agent that held it is gone),
+or when the process dies, so a crashed process never leaves a session locked for ever. The
+holder writes its pid into the file so the error can name it. Locks are per open file, so two
+agents in one process conflict too, as they should.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import weakref
 from pathlib import Path
 
 from .records import SessionLocked
@@ -17,16 +20,16 @@ __all__ = ["SessionLock"]
 
 
 class SessionLock:
-    """Held from ``acquire`` until ``release`` (or the process ends)."""
+    """Held from ``acquire`` until ``release``, garbage collection, or the end of the process."""
 
     def __init__(self, path: Path, session_id: str):
         self.path = path
         self.session_id = session_id
-        self._descriptor: int | None = None
+        self._closer: weakref.finalize | None = None
 
     @property
     def is_held(self) -> bool:
-        return self._descriptor is not None
+        return self._closer is not None
 
     def acquire(self) -> SessionLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,28 +39,26 @@ class SessionLock:
         except BlockingIOError:
             holder = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(descriptor)
-            raise SessionLocked(
-                f"session {self.session_id!r} is already open for writing (pid {holder}); close it there, "
-                f"or fork it to continue separately (bandoneon sessions fork {self.session_id} NEW_ID)"
-            ) from None
+            raise SessionLocked(self._locked_message(holder)) from None
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, str(os.getpid()).encode(), 0)
-        self._descriptor = descriptor
+        # Closing the descriptor drops the flock; the finalizer does it if nobody calls release().
+        self._closer = weakref.finalize(self, os.close, descriptor)
         return self
 
     def release(self) -> None:
-        if self._descriptor is not None:
-            fcntl.flock(self._descriptor, fcntl.LOCK_UN)
-            os.close(self._descriptor)
-            self._descriptor = None
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
 
-    def is_locked_elsewhere(self) -> bool:
-        """True if someone else holds the lock right now (used before deleting)."""
-        if self.is_held or not self.path.exists():
-            return False
-        try:
-            self.acquire()
-        except SessionLocked:
-            return True
-        self.release()
-        return False
+    def _locked_message(self, holder: str) -> str:
+        if holder == str(os.getpid()):
+            return (
+                f"session {self.session_id!r} is already open for writing by another agent in this process "
+                "(agent.fork() copies the Sessions plugin, and the copy would write the same session); close() "
+                "the other one first, or branch with sessions.fork(NEW_ID) and give the new agent the plugin it returns"
+            )
+        return (
+            f"session {self.session_id!r} is already open for writing (pid {holder}); close it there, "
+            f"or fork it to continue separately (bandoneon sessions fork {self.session_id} NEW_ID)"
+        )

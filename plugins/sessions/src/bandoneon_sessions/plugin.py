@@ -1,9 +1,11 @@
 """The Sessions plugin: an agent whose history survives the process (level 9, resume the session).
 
 When the agent is built, the session's history (and the usage spent on it) is loaded into the
-agent; after every turn the new messages are appended, and after every run its usage. The
-session stays locked for writing until ``close()`` (or the process ends), so a second process
-opening it gets ``SessionLocked`` instead of interleaving its writes.
+agent (``Agent.load_history``); after every turn the new messages are appended, and after every
+run its usage. The session stays locked for writing until ``close()`` (or until the plugin is
+garbage-collected, or the process ends), so a second opener gets ``SessionLocked`` instead of
+interleaving its writes. ``agent.fork()`` copies the plugin (``attrs.evolve``: same options, no
+lock), so the fork's copy meets that error too: branch with ``Sessions.fork(new_id)`` instead.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Sessions(bandoneon.Plugin):
         if self._lock is not None:
             raise SessionError(
                 f"session {self.session_id!r} is already open in another agent; give each agent its own "
-                "Sessions(...) (agent.fork() copies the plugin: fork the session instead)"
+                "Sessions(...), or branch the session with sessions.fork(NEW_ID)"
             )
         self._store = self._resolve_store(agent)
         self._lock = self._store.lock(self.session_id)
@@ -98,8 +100,6 @@ class Sessions(bandoneon.Plugin):
         raise bandoneon.ConfigError(f"sessions: unknown store {self.store!r}; known: {', '.join(sorted(factories))}, or a SessionStore")
 
     def _install(self, agent: bandoneon.Agent, loaded: LoadedSession) -> None:
-        # The core has no public setter for the working history yet: these two lists are what
-        # Agent.fork() copies too. See the plugin README ("Needs from the core").
         agent.load_history(loaded.messages, usage=loaded.usage)
         self._mark_saved(agent.transcript)
         self.damage = loaded.damage
@@ -135,7 +135,9 @@ class Sessions(bandoneon.Plugin):
     # ---------------------------------------------------------------- the rest
 
     def close(self) -> None:
-        """Release the session's writer lock (another process may open it after this)."""
+        """Release the session's writer lock (another agent or process may open it after this).
+
+        Later turns of this plugin's agent raise ``SessionError``: build a new agent to go on."""
         if self._lock is not None:
             self._lock.release()
             self._lock = None

@@ -110,7 +110,11 @@ class StopRules(bandoneon.Plugin):
 
     @bandoneon.hookimpl(trylast=True)
     def before_provider_call(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest) -> None:
-        """Remember the final request (trylast: after every other change) for the wrap-up."""
+        """Remember the loop's final request (trylast: after every other change) for the wrap-up.
+
+        Not ``run.last_request``: that is also set by side calls other plugins make through
+        ``run.call_model`` (a compaction summary), whose prompt and settings are not the run's.
+        """
         if self.wrap_up_on:
             self._state(run).last_request = request
 

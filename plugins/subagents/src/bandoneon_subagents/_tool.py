@@ -2,9 +2,10 @@
 
 The parent model writes a brief (``task``); a new agent with an empty history, its own
 system prompt, tools and (optionally) model does the errand; only its final text comes back.
-What astorlm's children skip, this one keeps: the parent's policy packs and guard rules apply
-inside the child, the child's usage is added to the parent's, and its run is linked to the
-parent run (``run.parent``, ``run_start.parent_run_id``).
+What astorlm's children skip, this one keeps: the parent's policy packs, guard rules and
+plugins marked ``inherits_to_subagents`` (tracing) apply inside the child, the child's usage
+is added to the parent's, and its run is linked to the parent run (``run.parent``,
+``run_start.parent_run_id``, ``subagent_event`` for the parent's listeners).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Annotated, Any
 import attrs
 
 import bandoneon
+
+from ._events import SubagentEvent
 
 __all__ = ["DEFAULT_MAX_DEPTH", "subagent"]
 
@@ -35,8 +38,14 @@ TASK_DESCRIPTION = (
 
 
 def _is_inherited(plugin: object) -> bool:
-    """Policy packs and guard rules follow the parent into every child."""
-    return bool(getattr(type(plugin), "is_policy_pack", False)) or bandoneon.plugin_name(plugin) == "guard"
+    """Policy packs, guard rules and plugins that ask for it (``inherits_to_subagents``:
+    tracing) follow the parent into every child."""
+    cls = type(plugin)
+    return (
+        bool(getattr(cls, "is_policy_pack", False))
+        or bool(getattr(cls, "inherits_to_subagents", False))
+        or bandoneon.plugin_name(plugin) == "guard"
+    )
 
 
 def _name_of(plugin: object) -> str:
@@ -59,7 +68,8 @@ class _Subagent:
 
     def child_plugins(self, parent: bandoneon.Agent) -> list[object]:
         """What the child activates: the given plugins (or the parent's default ones), plus
-        every policy pack and guard of the parent, as the same instances (same rules)."""
+        every inherited plugin of the parent (policy packs, guard, ``inherits_to_subagents``),
+        as the same instances (same rules, one trace)."""
         if self.plugins is None:
             chosen: list[object] = [p for p in parent.plugins if getattr(type(p), "is_default", False)]
         else:
@@ -118,12 +128,16 @@ class _Subagent:
         return self._answer(result)
 
     def _forward(self, child: bandoneon.Agent, run: bandoneon.RunContext) -> None:
-        """The parent's listeners and ``on_event`` hooks see the child's events (with the
-        child's run_id). Deltas only when the parent itself streams, so a child is not
-        switched to streaming requests just because it has a listener."""
+        """Every event of the child reaches the parent run as a ``subagent_event``. Deltas only
+        when the parent itself streams, so a child is not switched to streaming requests just
+        because it has a listener."""
+
+        async def forward(event: bandoneon.Event) -> None:
+            await run.emit(SubagentEvent(run.run_id, self.name, event))
+
         names = bandoneon.event_names() if run.wants_deltas else bandoneon.event_names() - _DELTAS
         for name in sorted(names):
-            child.on(name, run.emit)
+            child.on(name, forward)
 
     def _answer(self, result: bandoneon.RunResult) -> Any:
         if result.ok:
@@ -159,10 +173,11 @@ def subagent(
     :param tools: the child's own tools (only those its errand needs).
     :param max_turns: the child's turn limit.
     :param plugins: the child's plugins (instances or names). None: the parent's active
-        default plugins (retry...). Either way the parent's policy packs and ``guard`` are added.
+        default plugins (retry...). Either way the parent's policy packs, ``guard`` and plugins
+        marked ``inherits_to_subagents`` are added.
     :param max_depth: how many levels of subagents may nest (1: a child cannot start another).
     :param run_timeout: seconds a child may run.
-    :param forward_events: the parent's listeners also receive the child's events.
+    :param forward_events: the parent run emits each of the child's events as a ``subagent_event``.
     :raises ConfigError: on a bad name or limit, when the tool is made (not when it is called).
     """
     if not isinstance(name, str) or not _TOOL_NAME.match(name):

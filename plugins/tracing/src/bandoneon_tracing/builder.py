@@ -46,49 +46,52 @@ class TraceBuffer:
 
 @attrs.define(eq=False)
 class RunTrace:
+    """One run's open spans. ``redactor`` holds the rules of the run's own agent (its guard)."""
+
     buffer: TraceBuffer
-    run_span: Span
     is_root: bool
+    redactor: Redactor
+    run_span: Span = attrs.field(init=False)
     turn_span: Span | None = None
     model_span: Span | None = None
+    response_model: str | None = None
     tools: dict[str, Span] = attrs.field(factory=dict)
     seen_calls: set[str] = attrs.field(factory=set)
 
 
 class SpanBuilder:
-    """One per agent (owned by the plugin). ``export`` is called with each finished trace."""
+    """One per plugin instance. ``export`` is called with each finished trace; ``redactor_for``
+    gives the redaction rules of an agent (tracing's own, plus that agent's guard)."""
 
     def __init__(
         self,
         *,
         export: Callable[[list[Span]], None],
         prices: PriceTable,
-        redactor: Redactor,
+        redactor_for: Callable[[bandoneon.Agent], Redactor],
         capture_content: bool,
         clock: Callable[[], float] = time.time,
     ):
         self._export = export
         self.prices = prices
-        self.redactor = redactor
+        self.redactor_for = redactor_for
         self.capture_content = capture_content
         self.clock = clock
 
     # ---------------------------------------------------------------- helpers
 
-    def _open(self, buffer: TraceBuffer, name: str, kind: Any, parent: Span | None, attributes: dict[str, Any]) -> Span:
-        span = Span(name, kind, buffer.trace_id, new_id(), parent.span_id if parent else None, self.clock(), attributes=self._clean(attributes))
+    def _open(self, state: RunTrace, name: str, kind: Any, parent: Span | None, attributes: dict[str, Any]) -> Span:
+        buffer = state.buffer
+        span = Span(name, kind, buffer.trace_id, new_id(), parent.span_id if parent else None, self.clock(), attributes=_clean(state, attributes))
         buffer.spans.append(span)
         return span
 
-    def _close(self, span: Span | None, error: str | None = None) -> None:
+    def _close(self, state: RunTrace, span: Span | None, error: str | None = None) -> None:
         if span is None or span.end is not None:
             return
         span.end = self.clock()
         if error is not None:
-            span.fail(self.redactor.text(error))
-
-    def _clean(self, attributes: dict[str, Any]) -> dict[str, Any]:
-        return {key: self.redactor.value(value) if self.redactor else value for key, value in attributes.items() if value is not None}
+            span.fail(state.redactor.text(error))
 
     def _content(self, text: str, limit: int = 4000) -> str | None:
         if not self.capture_content:
@@ -107,7 +110,11 @@ class SpanBuilder:
 
     # ---------------------------------------------------------------- events
 
-    def handle(self, run: bandoneon.RunContext, event: bandoneon.Event) -> None:
+    def handle(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
+        # Only the run's own events: one emitted outside a run has no run, and a child's event
+        # forwarded as is to its parent's run would otherwise land in the parent's spans.
+        if run is None or event.run_id != run.run_id:
+            return
         method = getattr(self, "_on_" + event.name, None)
         if method is not None:
             method(run, event)
@@ -118,9 +125,10 @@ class SpanBuilder:
             buffer, parent_span, is_root = parent_state.buffer, _parent_for_child(parent_state), False
         else:
             buffer, parent_span, is_root = TraceBuffer(new_id(16)), None, True
+        state = RunTrace(buffer, is_root, self.redactor_for(run.agent))
         agent_name = run.agent.name
-        span = self._open(
-            buffer,
+        state.run_span = self._open(
+            state,
             f"invoke_agent {agent_name}",
             "run",
             parent_span,
@@ -135,14 +143,14 @@ class SpanBuilder:
                 "bandoneon.prompt": self._content(event.prompt),
             },
         )
-        run.state[STATE_KEY] = RunTrace(buffer, span, is_root)
+        run.state[STATE_KEY] = state
 
     def _on_turn_start(self, run: bandoneon.RunContext, event: bandoneon.TurnStart) -> None:
         state = _state(run)
         if state is None:
             return
-        self._close(state.turn_span)
-        state.turn_span = self._open(state.buffer, f"turn {event.turn}", "turn", state.run_span, {"bandoneon.turn": event.turn})
+        self._close(state, state.turn_span)
+        state.turn_span = self._open(state, f"turn {event.turn}", "turn", state.run_span, {"bandoneon.turn": event.turn})
 
     def _on_provider_request(self, run: bandoneon.RunContext, event: bandoneon.ProviderRequest) -> None:
         state = _state(run)
@@ -152,10 +160,11 @@ class SpanBuilder:
             state.model_span.events.append(SpanEvent("attempt", self.clock(), {"bandoneon.attempt": event.attempt}))
             return
         model = _model_of(run)
+        state.response_model = None
         parent = state.turn_span if state.turn_span is not None and state.turn_span.end is None else state.run_span
         request = event.request
         state.model_span = self._open(
-            state.buffer,
+            state,
             f"chat {model}" if model else "chat",
             "model",
             parent,
@@ -180,7 +189,7 @@ class SpanBuilder:
             SpanEvent(
                 "retry",
                 self.clock(),
-                self._clean({"bandoneon.attempt": event.attempt, "bandoneon.delay": event.delay, "error.message": event.error}),
+                _clean(state, {"bandoneon.attempt": event.attempt, "bandoneon.delay": event.delay, "error.message": event.error}),
             )
         )
 
@@ -189,24 +198,27 @@ class SpanBuilder:
         if state is None or state.model_span is None:
             return
         span = state.model_span
+        state.response_model = event.model
         message = event.message
         span.attributes.update(
-            self._clean(
+            _clean(
+                state,
                 {
+                    "gen_ai.response.model": event.model,
                     "gen_ai.response.finish_reasons": [event.finish_reason],
                     "bandoneon.tool_calls": [call.name for call in message.tool_calls] or None,
                     "bandoneon.output": self._content(message.content) if message.content else None,
                 }
             )
         )
-        self._close(span, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
+        self._close(state, span, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
 
     def _on_tool_start(self, run: bandoneon.RunContext, event: bandoneon.ToolStart) -> None:
         state = _state(run)
         if state is None:
             return
         span = self._tool_span(state, event.call)
-        span.attributes.update(self._clean({"bandoneon.tool.arguments": self._content(event.call.arguments)}))
+        span.attributes.update(_clean(state, {"bandoneon.tool.arguments": self._content(event.call.arguments)}))
         state.tools[event.call.id] = span
         _current_tool.set(span)
 
@@ -214,7 +226,7 @@ class SpanBuilder:
         state.seen_calls.add(call.id)
         parent = state.turn_span if state.turn_span is not None else state.run_span
         return self._open(
-            state.buffer,
+            state,
             f"execute_tool {call.name}",
             "tool",
             parent,
@@ -227,7 +239,7 @@ class SpanBuilder:
             return
         span = self._tool_span(state, event.call)
         span.attributes["bandoneon.tool.refused"] = True
-        self._close(span, f"refused: {event.reason}")
+        self._close(state, span, f"refused: {event.reason}")
 
     def _on_tool_end(self, run: bandoneon.RunContext, event: bandoneon.ToolEnd) -> None:
         state = _state(run)
@@ -240,8 +252,8 @@ class SpanBuilder:
             _current_tool.set(None)
         output = self._content(event.output)
         if output is not None:
-            span.attributes["bandoneon.tool.output"] = self.redactor.text(output) if self.redactor else output
-        self._close(span, (event.output[:500] or "the tool failed") if event.is_error else None)
+            span.attributes["bandoneon.tool.output"] = state.redactor.text(output)
+        self._close(state, span, (event.output[:500] or "the tool failed") if event.is_error else None)
 
     def tool_answered_without_running(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
         """A call that never got ``tool_start`` (unknown tool, broken arguments): an instant error span."""
@@ -249,7 +261,7 @@ class SpanBuilder:
         if state is None or result.call.id in state.seen_calls:
             return
         span = self._tool_span(state, result.call)
-        self._close(span, result.content[:500] if result.is_error else None)
+        self._close(state, span, result.content[:500] if result.is_error else None)
 
     def _on_compaction(self, run: bandoneon.RunContext, event: bandoneon.CompactionDone) -> None:
         state = _state(run)
@@ -264,23 +276,26 @@ class SpanBuilder:
         state = _state(run)
         if state is None:
             return
-        usage_attributes = self._clean(self._usage_attributes(_model_of(run), event.usage))
+        # Priced by the model that answered (a dated version of an alias) when the table knows it.
+        model = state.response_model if self.prices.get(state.response_model) else _model_of(run)
+        usage_attributes = _clean(state, self._usage_attributes(model, event.usage))
         if state.model_span is not None:
             state.model_span.attributes.update(usage_attributes)
         if state.turn_span is not None:
             state.turn_span.attributes.update(usage_attributes)
-            self._close(state.turn_span)
+            self._close(state, state.turn_span)
 
     def _on_run_end(self, run: bandoneon.RunContext, event: bandoneon.RunEnd) -> None:
         state = _state(run)
         if state is None:
             return
         for span in [*state.tools.values(), state.model_span, state.turn_span]:
-            self._close(span, event.error or f"the run ended first ({event.reason})")
+            self._close(state, span, event.error or f"the run ended first ({event.reason})")
         state.tools.clear()
         span = state.run_span
         span.attributes.update(
-            self._clean(
+            _clean(
+                state,
                 {
                     **self._usage_attributes(_model_of(run), event.usage),
                     "bandoneon.stop_reason": event.reason,
@@ -288,9 +303,14 @@ class SpanBuilder:
                 }
             )
         )
-        self._close(span, event.error)
+        self._close(state, span, event.error)
         if state.is_root:
             self._export(list(state.buffer.spans))
+
+
+def _clean(state: RunTrace, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Drop unset attributes and redact the rest with the run's rules."""
+    return {key: state.redactor.value(value) for key, value in attributes.items() if value is not None}
 
 
 def _state(run: bandoneon.RunContext) -> RunTrace | None:

@@ -27,8 +27,8 @@ class Tracing(bandoneon.Plugin):
     it, to OpenTelemetry."""
 
     name: ClassVar[str] = "tracing"
-    #: Proposed convention: a subagents plugin should give the child the parent's instance,
-    #: so a child's spans join the parent's trace (the state is per run, so sharing is safe).
+    #: The subagents plugin gives a child the parent's instance, so the child's spans join the
+    #: parent's trace (the state is per run, so sharing is safe).
     inherits_to_subagents: ClassVar[bool] = True
 
     jsonl: str | None = None
@@ -63,10 +63,12 @@ class Tracing(bandoneon.Plugin):
                 if exporter is None:
                     raise bandoneon.ConfigError("tracing: otel=true but no OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER is set (or OTEL_SDK_DISABLED=true)")
                 self._sinks.append(exporter)
+        rules = Redactor(self.redact)
         self._builder = SpanBuilder(
             export=self._export,
             prices=PriceTable(self.prices),
-            redactor=Redactor(self.redact),
+            # Per agent, at each run: one instance may trace agents with different guards.
+            redactor_for=lambda agent: rules.with_guard(_guard_of(agent)),
             capture_content=self.capture_content,
         )
 
@@ -85,15 +87,7 @@ class Tracing(bandoneon.Plugin):
     # ---------------------------------------------------------------- hooks
 
     @bandoneon.hookimpl
-    def agent_created(self, agent: bandoneon.Agent) -> None:
-        try:
-            guard = agent.plugin("guard")
-        except KeyError:
-            return
-        self._builder.redactor.guard = guard_redaction(guard)
-
-    @bandoneon.hookimpl
-    def on_event(self, run: bandoneon.RunContext, event: bandoneon.Event) -> None:
+    def on_event(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
         self._builder.handle(run, event)
 
     @bandoneon.hookimpl(trylast=True)
@@ -106,3 +100,12 @@ class Tracing(bandoneon.Plugin):
         from .show import register
 
         register(subparsers)
+
+
+def _guard_of(agent: bandoneon.Agent) -> Any:
+    """The guard's redaction when a plugin named ``guard`` is active in ``agent``, else None."""
+    try:
+        guard = agent.plugin("guard")
+    except KeyError:
+        return None
+    return guard_redaction(guard)

@@ -21,6 +21,8 @@ MASK = "[REDACTED]"
 
 
 class Redactor:
+    """Tracing's own regexes, plus (``with_guard``) one agent's guard redaction."""
+
     def __init__(self, patterns: Iterable[str] = (), *, guard: Callable[[str], str] | None = None):
         self.rules: list[re.Pattern[str]] = []
         for pattern in patterns:
@@ -29,6 +31,14 @@ class Redactor:
             except re.error as exc:
                 raise bandoneon.ConfigError(f"tracing: redact pattern {pattern!r} is not a valid regex: {exc}") from None
         self.guard = guard
+
+    def with_guard(self, guard: Callable[[str], str] | None) -> Redactor:
+        """The same rules, plus ``guard`` (None: the same rules only)."""
+        if guard is None:
+            return self
+        copy = Redactor(guard=guard)
+        copy.rules = self.rules
+        return copy
 
     def text(self, value: str) -> str:
         if self.guard is not None:
@@ -46,9 +56,6 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
-
-    def __bool__(self) -> bool:
-        return bool(self.rules) or self.guard is not None
 
 
 def guard_redaction(guard: Any) -> Callable[[str], str] | None:
