@@ -351,10 +351,13 @@ class Agent:
             self._task = None
 
     async def aclose(self) -> None:
-        """Close what the provider holds open (HTTP connections). The agent stays usable."""
+        """Close what the provider and the plugins hold open (HTTP connections, session locks);
+        plugins hear it through ``agent_closed``. The agent stays usable."""
         close = getattr(self.provider, "aclose", None)
         if close is not None:
             await close()
+        if self.hooks.implements("agent_closed"):
+            await self.hooks.agent_closed(self)
 
     async def __aenter__(self) -> Agent:
         return self

@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="talk with an agent; the history is kept")
     _agent_options(chat)
     chat.add_argument("--session", help="keep the conversation under this session id (needs bandoneon-sessions)")
+    chat.add_argument("--session-path", help="where sessions are kept (a folder for JSONL, or a .sqlite3 file)")
     chat.set_defaults(handler=_chat)
 
     plugins = commands.add_parser("plugins", help="list installed plugins, what they hook, whether active")
@@ -130,21 +131,33 @@ def _chat(args: argparse.Namespace) -> int:
         except ImportError:
             print("bandoneon: --session needs the bandoneon-sessions plugin: pip install bandoneon-sessions", file=sys.stderr)
             return 1
-        from .plugins import default_plugin_classes, build_plugin
-
-        plugins = [build_plugin(cls) for cls in default_plugin_classes()] + [open_session_plugin(args.session)]
+        plugins = [*_configured_plugins(args.config), open_session_plugin(args.session, args.session_path)]
     agent = _make_agent(args, plugins=plugins)
     print("bandoneon chat. Empty line or Ctrl-D to leave.", file=sys.stderr)
-    while True:
-        try:
-            prompt = input("> ").strip()
-        except EOFError:
-            break
-        if not prompt:
-            break
-        result = agent.run_sync(prompt)
-        print(result.text or f"[no answer: {result.stop}]")
+    try:
+        while True:
+            try:
+                prompt = input("> ").strip()
+            except EOFError:
+                break
+            if not prompt:
+                break
+            result = agent.run_sync(prompt)
+            print(result.text or f"[no answer: {result.stop}]")
+    finally:
+        agent.close()
     return 0
+
+
+def _configured_plugins(config_path: str | None) -> list[object]:
+    """The plugins an agent would get without ``plugins=``: the defaults and bandoneon.toml's."""
+    from .config import load_config
+    from .plugins import build_plugin, default_plugin_classes, load_plugin, plugin_name
+
+    config = load_config(config_path)
+    chosen: dict[str, Any] = {plugin_name(cls): {} for cls in default_plugin_classes()}
+    chosen.update(config.plugins or {})
+    return [build_plugin(load_plugin(name), options, source=config.source) for name, options in chosen.items()]
 
 
 def _plugins(args: argparse.Namespace) -> int:

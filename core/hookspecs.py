@@ -203,6 +203,15 @@ def agent_created(agent: Agent) -> None:
 
 
 @hookspec
+def agent_closed(agent: Agent) -> None:
+    """``agent.aclose()`` was called: release what the plugin holds for this agent (locks,
+    files, HTTP clients). May be async. The agent itself stays usable.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def register_tools(agent: Agent) -> Sequence[Tool] | None:
     """Tools this plugin adds to the agent (``load_skill``, ``remember``, ``run_code``...).
 

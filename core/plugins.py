@@ -403,6 +403,9 @@ class Hooks:
     def register_memory(self, agent: Agent, register: Callable[..., None]) -> None:
         self.collect_sync("register_memory", agent=agent, register=register)
 
+    async def agent_closed(self, agent: Agent) -> None:
+        await self.collect("agent_closed", agent=agent)
+
     def agent_created(self, agent: Agent) -> None:
         self.collect_sync("agent_created", agent=agent)
 

@@ -73,7 +73,7 @@ class _Mismatch(TypeError):
         self.value = value
 
 
-_converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+_converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, use_alias=True)
 _converter.register_structure_hook(str, _strict_str)
 _converter.register_structure_hook(int, _strict_int)
 _converter.register_structure_hook(float, _strict_float)

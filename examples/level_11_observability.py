@@ -20,8 +20,7 @@ from pathlib import Path
 import attrs
 
 import bandoneon
-from bandoneon_evals import Case, Report, Sample, Score, contains, custom, trajectory
-from bandoneon_evals.runner import evaluate
+from bandoneon_evals import Case, Report, Sample, Score, contains, custom, evaluate, trajectory
 from bandoneon_tracing import Tracing, read_jsonl, render_text
 
 GREEN = 20  # metres: close enough to putt
@@ -160,7 +159,7 @@ def main(model: str | bandoneon.Provider | None = None) -> Report:
     return report
 
 
-__all__ = ["DATASET", "HOLES", "SCORERS", "build_agent", "main"]
+__all__ = ["DATASET", "HOLES", "SCORERS", "build_agent", "main", "make_golfer_for"]
 
 if __name__ == "__main__":
     main()

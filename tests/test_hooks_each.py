@@ -244,3 +244,17 @@ def test_plugins_offer_declared_attributes_on_the_agent_and_nothing_else():
     assert agent.plan == ("deliver #12",)
     with pytest.raises(AttributeError):
         agent.secret
+
+
+def test_agent_closed_lets_plugins_release_what_they_hold():
+    released = []
+
+    class Lock:
+        @hookimpl
+        async def agent_closed(self, agent):
+            released.append(agent.name)
+
+    agent = agent_with(Lock(), model=ScriptedModel("ok"))
+    agent.run_sync("hi")
+    agent.close()
+    assert released == ["agent"]

@@ -54,3 +54,18 @@ def make_slow_agent():
 
 def CONTAINS_ONLY():
     return [contains()]
+
+
+def make_pid_agent():
+    """Like ``make_agent``, and the answer names the process that ran the case."""
+
+    def model(request):
+        reply = echo_model(request)
+        return f"{reply} (pid {os.getpid()})" if isinstance(reply, str) else reply
+
+    return bandoneon.Agent(FunctionModel(model, model="echo"), tools=[look], plugins=[], context_files=False)
+
+
+def make_lazy_agent():
+    """Answers at once, never looking: a regression of ``make_agent`` on cases that expect `look`."""
+    return bandoneon.Agent(FunctionModel(lambda request: f"the answer is {request.messages[0].content}", model="echo"), plugins=[], context_files=False)

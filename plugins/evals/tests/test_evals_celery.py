@@ -2,17 +2,20 @@
 started and stopped by the tests. Skipped (with the reason) without redis-server or Celery."""
 
 import asyncio
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from bandoneon.cli import main
 from bandoneon_evals import Case, run_eval
 from bandoneon_evals.celery_backend import CeleryBackend
 
@@ -153,3 +156,52 @@ def test_a_factory_that_is_not_an_import_path_is_refused_before_anything_is_sent
 
     with pytest.raises(bandoneon.ConfigError, match="package.module:name"):
         CeleryBackend(redis_url, make_agent="make_agent", scorers="evals_factories:SCORERS")
+
+
+@pytest.fixture
+def cli_worker(redis_url, tmp_path):
+    """``bandoneon eval worker --broker URL`` in its own process (prefork pool, as users run it)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    command = "import sys; from bandoneon.cli import main; sys.exit(main(sys.argv[1:]))"
+    log = (tmp_path / "worker.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-c", command, "eval", "worker", "--broker", redis_url, "--visibility-timeout", "60"], env=env, stdout=log, stderr=log)
+    yield process
+    process.terminate()  # warm shutdown: the worker stops its pool children itself
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+    log.close()
+
+
+def cli_in_thread(argv, limit=60.0):
+    """``main(argv)`` with a deadline, so a worker that never answers fails the test instead of hanging it."""
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("code", main(argv)), daemon=True)
+    thread.start()
+    thread.join(limit)
+    assert not thread.is_alive(), f"`bandoneon {' '.join(argv)}` did not finish in {limit:g}s (is the worker up?)"
+    return outcome["code"]
+
+
+@pytest.mark.slow
+def test_the_cli_runs_an_eval_on_a_bandoneon_eval_worker_and_gates_on_the_pass_rate(redis_url, cli_worker, tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(HERE))
+    dataset = tmp_path / "golf.jsonl"
+    dataset.write_text(
+        json.dumps({"id": "a", "input": "look at hole 1", "expected": {"contains": "hole 1", "tools": ["look"]}}) + "\n"
+        + json.dumps({"id": "b", "input": "hole 2", "expected": {"contains": "hole 9", "tools": []}}) + "\n"
+    )
+    report = tmp_path / "remote.json"
+    argv = ["eval", "run", str(dataset), "--agent", "evals_factories:make_pid_agent", "--scorer", "contains", "--scorer", "trajectory:set",
+            "--backend", "celery", "--broker", redis_url, "--json", str(report), "--no-progress"]
+    assert cli_in_thread([*argv, "--min-pass-rate", "0.9"]) == 1
+    captured = capsys.readouterr()
+    assert "pass rate 50% (1 passed, 1 failed, 0 errored of 2 runs)" in captured.out
+    assert "below --min-pass-rate 90.0%" in captured.err
+    runs = [run for case in json.loads(report.read_text())["cases"] for run in case["runs"]]
+    assert [(r["case_id"], r["status"], r["tool_calls"]) for r in runs] == [("a", "passed", ["look"]), ("b", "failed", [])]
+    pids = {int(r["output"].rsplit("pid ", 1)[1].rstrip(")")) for r in runs}
+    assert os.getpid() not in pids and cli_worker.pid not in pids  # run by the worker's pool, not here
+    assert cli_in_thread([*argv, "--min-pass-rate", "0.5"]) == 0

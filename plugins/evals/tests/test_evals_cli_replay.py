@@ -45,6 +45,36 @@ def test_min_pass_rate_fails_the_build_below_the_bar(dataset, capsys):
     assert main(["eval", "run", str(dataset), "--agent", "evals_factories:make_agent", "--min-pass-rate", "0.5", "--no-progress"]) == 0
 
 
+def test_eval_without_a_command_shows_its_commands(capsys):
+    assert main(["eval"]) == 1
+    err = capsys.readouterr().err
+    assert "run" in err and "compare" in err and "worker" in err
+
+
+def test_min_pass_rate_outside_0_to_1_is_a_usage_error(dataset, capsys):
+    assert main(["eval", "run", str(dataset), "--agent", "evals_factories:make_agent", "--min-pass-rate", "90", "--no-progress"]) == 2
+    assert "between 0 and 1, got 90" in capsys.readouterr().err
+
+
+def test_eval_compare_finds_the_regression_between_two_eval_runs(dataset, tmp_path, capsys):
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    common = ["--scorer", "contains", "--scorer", "trajectory:set", "--no-progress"]
+    assert main(["eval", "run", str(dataset), "--agent", "evals_factories:make_agent", "--json", str(before), *common]) == 0
+    assert main(["eval", "run", str(dataset), "--agent", "evals_factories:make_lazy_agent", "--json", str(after), *common]) == 0
+    capsys.readouterr()
+    assert main(["eval", "compare", str(before), str(after)]) == 1
+    assert capsys.readouterr().out == "pass rate 50% -> 0%\nregressed:\n  a: 100% -> 0%\n"
+    assert main(["eval", "compare", str(after), str(before)]) == 0
+    assert capsys.readouterr().out == "pass rate 0% -> 50%\nimproved:\n  a: 0% -> 100%\nno case regressed\n"
+
+
+def test_a_case_missing_from_the_new_report_counts_as_regressed(tmp_path, capsys):
+    a = write_report(tmp_path / "a.json", {"hole-1": 1.0, "hole-2": 0.0})
+    b = write_report(tmp_path / "b.json", {"hole-1": 1.0})
+    assert main(["eval", "compare", a, b]) == 1
+    assert "hole-2: missing from the new report" in capsys.readouterr().out
+
+
 def test_eval_run_names_a_broken_dataset_line(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(HERE))
     path = tmp_path / "d.jsonl"

@@ -129,3 +129,16 @@ def test_code_running_counts_as_a_way_out():
 def test_an_unknown_trifecta_mode_is_a_config_error():
     with pytest.raises(bandoneon.ConfigError, match="'trifecta' must be one of off, warn, refuse"):
         Guard(trifecta="loud")
+
+
+# ---------------------------------------------------------------- redact(): for text that is not a tool result
+
+
+def test_redact_masks_text_with_every_redaction_whatever_tools_it_is_scoped_to(tmp_path):
+    rule_file = tmp_path / "keys.toml"
+    rule_file.write_text('[[redact]]\nname = "keys"\npattern = \'sk-[A-Za-z0-9]+\'\nreplacement = "sk-***"\n')
+    guard = Guard(redactions=[{"name": "dni", "pattern": r"DNI [\d.]+", "replacement": "DNI ***", "tools": ["book_*"]}], rule_files=[str(rule_file)])
+    assert guard.redact("Ana, DNI 30.123.456, paid with sk-abc123.") == "Ana, DNI ***, paid with sk-***."
+    assert guard.redact("nothing private here") == "nothing private here"
+    assert Guard().redact("DNI 30.123.456") == "DNI 30.123.456"
+

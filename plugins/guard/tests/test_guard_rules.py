@@ -229,3 +229,22 @@ def test_guard_is_discovered_and_configured_by_name():
     agent.run_sync("go")
     assert SENT == []
     assert isinstance(agent.plugin("guard"), Guard)
+
+
+def test_the_guards_rules_apply_inside_a_subagent():
+    subagents = pytest.importorskip("bandoneon_subagents", reason="bandoneon-subagents is not installed")
+    from bandoneon.testing import FunctionModel
+
+    assert Guard.inherits_to_subagents  # the core's contract: subagents started by this agent get the guard too
+    child_script = [call("send_raven", to="darkwood", text="the ledger"), "The raven was refused."]
+    parent_script = [call("messenger", task="Send the ledger to darkwood."), "done"]
+
+    def answer(request):
+        return (child_script if request.system_prompt.startswith("You are the messenger") else parent_script).pop(0)
+
+    model = FunctionModel(answer)
+    messenger = subagents.subagent("messenger", "Sends ravens.", system_prompt="You are the messenger.", tools=[send_raven], plugins=[])
+    bandoneon.Agent(model, tools=[messenger], plugins=[Guard(rules=[ALLIES])], context_files=False).run_sync("go")
+    assert SENT == []
+    child_refusal = [r for r in model.requests if r.system_prompt.startswith("You are the messenger")][1].messages[-1]
+    assert child_refusal.is_error and child_refusal.content.startswith("Blocked by policy (ravens-to-allies")

@@ -90,6 +90,54 @@ def test_another_process_resumes_with_the_recorded_answer(tmp_path, capsys):
     assert not pause_file.exists() and (tmp_path / "pending.json.done").exists()  # used once
 
 
+RESUME_WITH_SESSION = textwrap.dedent(
+    """
+    import json, sys
+    import bandoneon
+    from bandoneon.testing import ScriptedModel, call
+    from bandoneon_human import Human
+    from bandoneon_sessions import Sessions
+
+    dropped = []
+
+    @bandoneon.tool(needs_approval=True)
+    def drop_claw(prize: str) -> str:
+        "Drop the claw over a prize."
+        dropped.append(prize)
+        return f"you got the {prize}"
+
+    folder, pause_file = sys.argv[1:3]
+    human = Human(channel="deny", pause_file=pause_file, ask_tool=None)
+    model = ScriptedModel(call("drop_claw", prize="penguin"), "Here is your penguin!")
+    sessions = Sessions(session_id="claw", path=folder)
+    agent = bandoneon.Agent(model, tools=[drop_claw], plugins=[human, sessions], context_files=False)
+    result = agent.run_sync(human.resume_prompt())
+    sessions.close()
+    seen = [m.content for m in model.requests[0].messages if m.role == "user"]
+    print(json.dumps({"stop": result.stop, "dropped": dropped, "user_messages": seen}))
+    """
+)
+
+
+def test_a_paused_run_saved_with_sessions_resumes_in_another_process(tmp_path):
+    sessions_plugin = pytest.importorskip("bandoneon_sessions", reason="bandoneon-sessions is not installed")
+    pause_file, folder = tmp_path / "pending.json", tmp_path / "sessions"
+    human = Human(channel=Callbacks(approve=_never), timeout=0, pause_file=str(pause_file), ask_tool=None)
+    sessions = sessions_plugin.Sessions(session_id="claw", path=str(folder))
+    agent = bandoneon.Agent(ScriptedModel(call("drop_claw", prize="penguin")), tools=[drop_claw], plugins=[human, sessions], context_files=False)
+    assert agent.run_sync("Get me the penguin").stop == "paused"
+    sessions.close()  # this process is done: nothing of the run stays in memory
+    answer_pending(pause_file, True, by="tina")
+    script = tmp_path / "resume_with_session.py"
+    script.write_text(RESUME_WITH_SESSION)
+    done = subprocess.run([sys.executable, str(script), str(folder), str(pause_file)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["stop"] == "end_turn" and outcome["dropped"] == ["penguin"]
+    assert outcome["user_messages"][0] == "Get me the penguin"  # the saved history came back
+    assert "has approved drop_claw" in outcome["user_messages"][-1]
+
+
 def test_a_recorded_answer_only_covers_the_same_call(tmp_path):
     pause_file = tmp_path / "pending.json"
     paused_run(pause_file)

@@ -83,10 +83,14 @@ def test_the_cli_reports_an_until_command_that_does_not_exist(workdir, capsys):
     assert "--until command not found" in capsys.readouterr().out
 
 
-def test_the_cli_refuses_max_laps_below_one(workdir, capsys):
-    code = main(["laps", "Try.", "--until", "true", "--max-laps", "0"])
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [(["--max-laps", "0"], "--max-laps must be at least 1"), (["--max-laps", "2", "--until-timeout", "0"], "--until-timeout must be a positive")],
+)
+def test_the_cli_refuses_bad_numbers(workdir, capsys, option, message):
+    code = main(["laps", "Try.", "--until", "true", *option])
     assert code == 2
-    assert "--max-laps must be at least 1" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
     assert not (workdir / ".bandoneon").exists()
 
 

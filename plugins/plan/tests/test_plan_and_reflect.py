@@ -43,6 +43,16 @@ def test_agent_plan_reads_the_plan_and_it_carries_over_to_the_next_run():
     assert "Deliver to #12 (id 1)" in model.requests[-1].system_prompt
 
 
+def test_a_fork_gets_a_copy_of_the_plan_with_the_history():
+    agent, _ = planner(call("add_plan_item", description="A"), "planned")
+    agent.run_sync("Plan it.")
+    fork = agent.fork()
+    fork.provider = ScriptedModel(call("update_plan_item", id=1, status="completed"), "done")
+    fork.run_sync("Do it.")
+    assert fork.plan == (PlanItem(1, "A", "completed"),)
+    assert agent.plan == (PlanItem(1, "A", "pending"),)  # a copy, not a shared plan
+
+
 def test_items_can_be_inserted_removed_and_reordered():
     agent, _ = planner(
         [call("add_plan_item", description="A"), call("add_plan_item", description="C")],

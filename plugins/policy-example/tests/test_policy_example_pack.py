@@ -131,3 +131,11 @@ def test_the_bandoneon_cli_runs_policy_show(capsys):
     assert main(["policy", "show"]) == 0
     document = tomllib.loads(capsys.readouterr().out)
     assert any(r["name"] == "first-class-needs-approval" for r in document["rule"])
+
+
+def test_bandoneon_plugins_shows_the_pack_in_force(capsys):
+    from bandoneon.cli import main
+
+    assert main(["plugins"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("policy-example "))
+    assert "bandoneon-policy-example" in line and "policy pack (always on)" in line

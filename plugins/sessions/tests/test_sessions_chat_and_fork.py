@@ -17,14 +17,26 @@ def chat(monkeypatch, server, *lines):
     return main(["chat", "--session", "s1", "--base-url", server.base_url])
 
 
+def test_chat_takes_the_session_folder_from_the_command_line(mock_llm, tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n"))
+    mock_llm.add(Reply("hi"))
+    assert main(["chat", "--session", "s2", "--session-path", str(tmp_path / "kept"), "--base-url", mock_llm.base_url]) == 0
+    assert [m.content for m in JsonlStore(tmp_path / "kept").load("s2").messages] == ["hello", "hi"]
+
+
+def test_closing_the_agent_releases_the_session(tmp_path):
+    agent = bandoneon.Agent(ScriptedModel("hi"), plugins=[Sessions(session_id="s1", store=JsonlStore(tmp_path))], context_files=False)
+    agent.run_sync("hello")
+    agent.close()
+    again = bandoneon.Agent(ScriptedModel(), plugins=[Sessions(session_id="s1", store=JsonlStore(tmp_path))], context_files=False)
+    assert [m.content for m in again.messages] == ["hello", "hi"]
+
+
 @pytest.mark.parametrize("where", ["sessions", "sessions.sqlite3"])
 def test_a_second_chat_with_the_same_session_sees_the_first(mock_llm, tmp_path, monkeypatch, capsys, where):
     monkeypatch.setenv("BANDONEON_SESSIONS_PATH", str(tmp_path / where))
     mock_llm.add(Reply("Noted: a kilo of Colombia, ground for moka."), Reply("A kilo of Colombia, ground for moka."))
-    assert chat(monkeypatch, mock_llm, "A kilo of Colombia, ground for moka.") == 0
-    # `bandoneon chat` is one process per command; here both run in one, so the first
-    # command's agent (and its session lock) must be collected first. See the README.
-    gc.collect()
+    assert chat(monkeypatch, mock_llm, "A kilo of Colombia, ground for moka.") == 0  # closes its agent: the lock is free
     assert chat(monkeypatch, mock_llm, "What did I order?") == 0
     assert "A kilo of Colombia, ground for moka." in capsys.readouterr().out
     second = [(m["role"], m["content"]) for m in mock_llm.requests[-1].json["messages"] if m["role"] != "system"]

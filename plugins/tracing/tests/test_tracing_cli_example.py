@@ -60,6 +60,11 @@ def test_trace_show_names_a_bad_line_and_a_missing_file(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+def test_trace_without_a_command_shows_its_commands(capsys):
+    assert main(["trace"]) == 1
+    assert "show" in capsys.readouterr().err
+
+
 def caddie(request):
     plans = {"1": [("iron", 150), ("putt", None)], "2": [("drive", 250), ("iron", 110), ("putt", None)], "3": [("drive", 250), ("iron", 160), ("iron", 160), ("putt", None)]}
     hole = re.search(r"Hole (\d)", request.messages[0].content).group(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 import bandoneon
@@ -47,6 +48,7 @@ def scorers_from_specs(specs: str) -> list[Any]:
 def register(subparsers: Any) -> None:
     evals = subparsers.add_parser("eval", help="run evals on a dataset, compare reports, start workers")
     commands = evals.add_subparsers(title="eval commands", metavar="COMMAND")
+    evals.set_defaults(handler=lambda _args: _print_help(evals))
 
     run = commands.add_parser("run", help="run a dataset against an agent and print the scorecard")
     run.add_argument("dataset", help="cases in .jsonl or .toml")
@@ -54,7 +56,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--scorer", action="append", default=[], metavar="SPEC", help="exact, contains, regex, trajectory[:exact|ordered|set][:strict] or MODULE:ATTR; repeatable (default: contains)")
     run.add_argument("--repeats", type=int, default=1)
     run.add_argument("--timeout", type=float, help="seconds per case run")
-    run.add_argument("--concurrency", type=int, default=4)
+    run.add_argument("--concurrency", type=int, default=4, help="case runs at once in process (with --backend celery, the workers' own --concurrency decides)")
     run.add_argument("--json", metavar="FILE", help="write the report as JSON (for `eval compare`)")
     run.add_argument("--markdown", metavar="FILE")
     run.add_argument("--html", metavar="FILE")
@@ -76,6 +78,11 @@ def register(subparsers: Any) -> None:
     worker.set_defaults(handler=worker_command)
 
 
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 1
+
+
 def run_command(args: argparse.Namespace) -> int:
     if args.min_pass_rate is not None and not 0 <= args.min_pass_rate <= 1:
         print(f"bandoneon eval: --min-pass-rate must be between 0 and 1, got {args.min_pass_rate}", file=sys.stderr)
@@ -87,8 +94,20 @@ def run_command(args: argparse.Namespace) -> int:
         backend = None
         if args.backend == "celery":
             backend = CeleryBackend(args.broker, make_agent=args.agent, scorers=celery_scorers_path(specs))
+            # Celery waits quietly for workers; say where the cases go, so an empty cluster is not a mystery.
+            print(f"bandoneon eval: case runs go to the queue on {args.broker}; they run once workers are up (bandoneon eval worker --broker {args.broker})", file=sys.stderr)
         report = asyncio.run(
-            run_eval(args.dataset, make_agent, scorers, repeats=args.repeats, timeout=args.timeout, concurrency=args.concurrency, progress=False if args.no_progress else None, backend=backend)
+            run_eval(
+                args.dataset,
+                make_agent,
+                scorers,
+                repeats=args.repeats,
+                timeout=args.timeout,
+                concurrency=args.concurrency,
+                progress=False if args.no_progress else None,
+                backend=backend,
+                name=Path(args.dataset).stem,
+            )
         )
     except DatasetError as exc:
         print(f"bandoneon eval: {exc}", file=sys.stderr)

@@ -6,7 +6,6 @@ same thing wherever it is declared.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import warnings
 from pathlib import Path
@@ -16,7 +15,7 @@ import bandoneon
 
 from .marking import UNTRUSTED_PROMPT, mark_untrusted
 from .policy import Policy
-from .trifecta import TrifectaWarning, trifecta_legs, trifecta_message
+from .trifecta import TrifectaWarning, is_untrusted, trifecta_legs, trifecta_message
 
 __all__ = ["Enforcer"]
 
@@ -61,10 +60,7 @@ class Enforcer:
     def rewrite(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool | None, result: bandoneon.ToolResult) -> str | None:
         """Redact, then mark as untrusted (once per call); None when nothing changed."""
         name = tool.name if tool is not None else call.name
-        text = result.content
-        for redaction in self.policy.redactions:
-            if redaction.applies_to(name):
-                text = redaction.apply(text)
+        text = self.redact(result.content, tool_name=name)
         if tool is not None and self._is_untrusted(tool) and not result.was_refused and result.arguments is not None:
             marked: set[str] = run.state.setdefault(_STATE_KEY, {}).setdefault("marked", set())
             if call.id not in marked:
@@ -72,10 +68,15 @@ class Enforcer:
                 text = mark_untrusted(text, name)
         return None if text == result.content else text
 
+    def redact(self, text: str, *, tool_name: str | None = None) -> str:
+        """``text`` with the redactions for ``tool_name`` applied; every redaction when None."""
+        for redaction in self.policy.redactions:
+            if tool_name is None or redaction.applies_to(tool_name):
+                text = redaction.apply(text)
+        return text
+
     def _is_untrusted(self, tool: bandoneon.Tool) -> bool:
-        return tool.untrusted_output or "untrusted_output" in tool.capabilities or any(
-            fnmatch.fnmatchcase(tool.name, pattern) for pattern, _ in self.policy.untrusted_tools
-        )
+        return is_untrusted(tool, (pattern for pattern, _ in self.policy.untrusted_tools))
 
     def prompt_section(self, agent: bandoneon.Agent) -> str | None:
         """Explain the wrapper, but only to an agent that has a tool whose results get it."""

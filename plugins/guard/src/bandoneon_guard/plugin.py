@@ -38,6 +38,8 @@ class Guard(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "guard"
+    #: A subagent obeys the same walls as the agent that started it.
+    inherits_to_subagents: ClassVar[bool] = True
 
     rule_files: list[str] = attrs.Factory(list)
     rules: tuple[Rule, ...] = attrs.field(factory=tuple, converter=_rules)
@@ -64,6 +66,14 @@ class Guard(bandoneon.Plugin):
     def policy(self) -> Policy:
         """The effective policy: the Python rules and every rule file, merged."""
         return self._enforcer.policy
+
+    def redact(self, text: str) -> str:
+        """``text`` with every redaction applied, whatever tools each one is scoped to.
+
+        For text that is not one tool's result (trace spans, logs): bandoneon-tracing calls
+        this on every span attribute of an agent where the guard is active.
+        """
+        return self._enforcer.redact(text)
 
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:

@@ -11,14 +11,15 @@ from collections.abc import Iterable, Mapping
 
 import bandoneon
 
-__all__ = ["TrifectaWarning", "trifecta_legs", "trifecta_message"]
+__all__ = ["TrifectaWarning", "is_untrusted", "trifecta_legs", "trifecta_message"]
 
 
 class TrifectaWarning(UserWarning):
     """An agent combines private data, outside text and a way to send things out."""
 
 
-def _is_untrusted(tool: bandoneon.Tool, patterns: Iterable[str]) -> bool:
+def is_untrusted(tool: bandoneon.Tool, patterns: Iterable[str]) -> bool:
+    """Does ``tool`` return outside text: flagged ``untrusted_output``, or named by a glob in ``patterns``?"""
     return tool.untrusted_output or "untrusted_output" in tool.capabilities or any(fnmatch.fnmatchcase(tool.name, p) for p in patterns)
 
 
@@ -30,7 +31,7 @@ def trifecta_legs(tools: Mapping[str, bandoneon.Tool], untrusted_patterns: Itera
     for name, tool in tools.items():
         if "reads_private" in tool.capabilities:
             legs["private data"].append(name)
-        if _is_untrusted(tool, patterns):
+        if is_untrusted(tool, patterns):
             legs["outside text"].append(name)
         if "sends_out" in tool.capabilities or "runs_code" in tool.capabilities:
             legs["a way out"].append(name)

@@ -48,7 +48,7 @@ def _positive_or_none(name: str):
 
 @attrs.define
 class Human(bandoneon.Plugin):
-    """A person in the loop. ``agent.plugin("human").steer(text)`` corrects a run from any thread.
+    """A person in the loop. ``agent.steer(text)`` corrects a run from any thread or task.
 
     Calls need approval when their tool is flagged ``needs_approval`` or its name matches one
     of ``approve`` (globs). ``channel`` is ``"terminal"``, ``"queue"`` (a ``HumanQueue``,

@@ -67,6 +67,9 @@ def handle(args: argparse.Namespace) -> int:
     if not args.until.strip():
         print("bandoneon laps: --until needs a command", file=sys.stderr)
         return 2
+    if args.until_timeout <= 0:
+        print(f"bandoneon laps: --until-timeout must be a positive number of seconds, got {args.until_timeout:g}", file=sys.stderr)
+        return 2
 
     def make_agent() -> bandoneon.Agent:
         return bandoneon.Agent(args.model, tools=progress_tools(args.progress), append_system_prompt=LAP_INSTRUCTIONS, max_turns=args.max_turns)

@@ -48,7 +48,8 @@ class LocalModel:
     ``answer_after_tool_results=True`` sends ``tool_choice="none"`` when the last message is a
     tool result and the agent left the choice to the model: a tiny model then answers in words
     with the result in front of it, instead of calling the same tool again (it can no longer
-    chain two tools in a row, which a 135M model does not do well anyway).
+    chain two tools in a row, which a 135M model does not do well anyway). The default (None)
+    turns it on for the bundled default model only.
     """
 
     name = "local"
@@ -62,7 +63,7 @@ class LocalModel:
         chat_format: str | None = None,
         max_tokens: int = 512,
         n_gpu_layers: int = 0,
-        answer_after_tool_results: bool = False,
+        answer_after_tool_results: bool | None = None,
     ):
         if n_ctx < 256:
             raise ConfigError(f"local model: n_ctx must be at least 256 tokens, got {n_ctx}")
@@ -73,7 +74,8 @@ class LocalModel:
         self.path = self.file.path
         self.chat_format = chat_format or FUNCTION_CALLING
         self.max_tokens = max_tokens
-        self.answer_after_tool_results = answer_after_tool_results
+        # On by default only for the bundled 135M model, which cannot chain tools anyway.
+        self.answer_after_tool_results = path is None if answer_after_tool_results is None else answer_after_tool_results
         self.settings = EngineSettings(
             path=str(self.path.resolve()),
             n_ctx=n_ctx,

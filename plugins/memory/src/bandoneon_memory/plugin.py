@@ -107,6 +107,12 @@ class Memory(bandoneon.Plugin):
         self._store = self._resolve_store(stores)
         self._embedder = resolve_embedder(self._default_embedder(), embedders)
 
+    @bandoneon.hookimpl
+    async def agent_closed(self) -> None:
+        close = getattr(self._embedder, "aclose", None)
+        if close is not None:
+            await close()
+
     def _default_embedder(self) -> str | Embedder:
         if self.embedder is not None:
             return self.embedder

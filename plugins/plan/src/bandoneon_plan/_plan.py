@@ -38,13 +38,18 @@ class PlanItem:
 
 @attrs.define
 class Plan(bandoneon.Plugin):
-    """Adds the plan tools and puts the whole plan in every request. ``plan`` reads it."""
+    """Adds the plan tools and puts the whole plan in every request. ``agent.plan`` reads it.
+
+    ``items`` starts the plan with these items (``plan_file``, when it exists, wins).
+    """
 
     name: ClassVar[str] = "plan"
     agent_attributes: ClassVar[tuple[str, ...]] = ("plan",)
     plan_file: str | None = None
     guide: str = GUIDE
-    _items: list[PlanItem] = attrs.field(factory=list, init=False)
+    # An init argument (``items``) so that ``agent.fork()``, which copies plugins with
+    # ``attrs.evolve``, gives the fork a copy of the plan along with the history.
+    _items: list[PlanItem] = attrs.field(factory=list, converter=list, alias="items")
 
     def __attrs_post_init__(self) -> None:
         if self.plan_file is not None and Path(self.plan_file).exists():

@@ -146,7 +146,7 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
         for reader in still_reading:
             reader.cancel()
     except BaseException:
-        # Cancelled from outside (the agent's tool_timeout, agent.cancel()): the code dies too.
+        # Cancelled from outside (agent.cancel(), the run's timeout): the code dies too.
         _kill(process, cap)
         for reader in readers:
             reader.cancel()

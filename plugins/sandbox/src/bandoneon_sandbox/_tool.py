@@ -16,7 +16,7 @@ __all__ = ["format_result", "run_code_tool"]
 
 log = logging.getLogger("bandoneon_sandbox")
 
-#: Extra seconds the agent's own tool timeout allows past the box's, so the box's clear
+#: Extra seconds the tool's own timeout (enforced by the loop) allows past the box's, so the box's clear
 #: "killed at the deadline" report wins over a generic "took too long".
 TIMEOUT_MARGIN = 5.0
 

@@ -134,6 +134,10 @@ class Sessions(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- the rest
 
+    @bandoneon.hookimpl
+    def agent_closed(self) -> None:
+        self.close()
+
     def close(self) -> None:
         """Release the session's writer lock (another agent or process may open it after this).
 

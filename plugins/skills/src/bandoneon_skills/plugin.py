@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -193,7 +192,7 @@ def _unknown(name: str, library: Library) -> str:
     return f"There is no skill named {name!r}. Available skills: {available}."
 
 
-def _skills_command(args: argparse.Namespace, out: Callable[[str], Any] = print) -> int:
+def _skills_command(args: argparse.Namespace) -> int:
     """``bandoneon skills [FOLDER...]``: the merged catalog and every problem; exit 1 if any."""
     layers: list[Layer] = []
     problems: list[str] = []
@@ -208,8 +207,8 @@ def _skills_command(args: argparse.Namespace, out: Callable[[str], Any] = print)
         skills = library.refresh(report_problems=False)
     for skill in skills.values():
         limit = f" [allowed-tools: {' '.join(skill.allowed_tools)}]" if skill.allowed_tools is not None else ""
-        out(f"{skill.name}  ({skill.location}){limit}\n    {skill.description}")
+        print(f"{skill.name}  ({skill.location}){limit}\n    {skill.description}")
     for problem in library.problems:
         print(f"problem: {problem}", file=sys.stderr)
-    out(f"{len(skills)} skill(s), {len(library.problems)} problem(s)")
+    print(f"{len(skills)} skill(s), {len(library.problems)} problem(s)")
     return 1 if library.problems else 0

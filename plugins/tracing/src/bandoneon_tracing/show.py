@@ -11,8 +11,9 @@ import argparse
 import html
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
+
+import bandoneon
 
 from .exporters import TraceFileError, read_jsonl
 from .spans import Span
@@ -25,11 +26,17 @@ BAR_WIDTH = 30
 def register(subparsers: Any) -> None:
     trace = subparsers.add_parser("trace", help="look at traces written by bandoneon-tracing")
     commands = trace.add_subparsers(title="trace commands", metavar="COMMAND")
+    trace.set_defaults(handler=lambda _args: _print_help(trace))
     show = commands.add_parser("show", help="print a trace file as a timeline (or --html PAGE)")
     show.add_argument("file", help="a JSONL file written by the tracing plugin's jsonl option")
     show.add_argument("--html", metavar="PAGE", help="also write a self-contained HTML waterfall to PAGE")
     show.add_argument("--trace", metavar="ID", help="only the trace whose id starts with ID")
     show.set_defaults(handler=show_command)
+
+
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 1
 
 
 def show_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -49,7 +56,7 @@ def show_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 1
     out.write(render_text(spans))
     if args.html:
-        Path(args.html).write_text(render_html(spans), encoding="utf-8")
+        bandoneon.write_atomically(args.html, render_html(spans))
         print(f"wrote {args.html}", file=out)
     return 0
 
