@@ -131,6 +131,7 @@ class Agent:
         else:
             source = "arguments"
         self.hooks = Hooks(activate(plugins, source=source))
+        self._approvals_handled = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
         self.tools: dict[str, Tool] = {}
         self._tool_specs: tuple[ToolSpec, ...] = ()
         for item in [*tools, *self.hooks.register_tools(self)]:

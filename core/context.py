@@ -29,7 +29,8 @@ class RunContext:
     ``messages`` is the working history the model will be sent (compaction may shorten it);
     ``agent.transcript`` keeps everything. ``state`` is scratch space for plugins, one key
     each, living as long as the run. ``deps`` is whatever the caller passed to ``run``.
-    ``last_request`` is the last request sent to the model (system prompt included).
+    ``last_request`` is the loop's last request to the model (system prompt included); side
+    calls plugins make with ``call_model`` (a summary, a wrap-up) do not replace it.
     """
 
     agent: Agent

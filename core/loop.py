@@ -148,7 +148,7 @@ async def _turns(run: RunContext) -> Stop:
                 return stop
         if run.wants_events:
             await run.emit(TurnStart(run.run_id, run.turn))
-        request = await _build_request(run)
+        request = run.last_request = await _build_request(run)
         reply = await call_model(run, request)
         message = reply.message
         run.append(message)
@@ -213,7 +213,6 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
         attempt += 1
         if run.wants_events:
             await run.emit(ProviderRequest(run.run_id, run.turn, request, attempt))
-        run.last_request = request
         streamed = _DeltaForwarder(run) if request.stream else None
         try:
             call = run.provider.complete(request, on_delta=streamed)
@@ -317,6 +316,11 @@ async def _run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[Tool
             results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
         decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements("before_tool_execution") else None
+        if decision is None and tool.needs_approval and not run.agent._approvals_handled:
+            decision = Refuse(
+                f"{tool.name} needs a person's approval and no approval channel is active in this agent, "
+                "so it did not run. Do it another way or tell the user."
+            )
         if decision is None:
             to_run.append((index, call, tool, arguments))
             continue

@@ -76,6 +76,9 @@ class Plugin:
     inherits_to_subagents: ClassVar[bool] = False
     #: Attributes of the plugin offered on the agent itself (``agent.plan``, ``agent.steer``).
     agent_attributes: ClassVar[tuple[str, ...]] = ()
+    #: This plugin asks a person about ``needs_approval`` tools. Without one active, the core
+    #: refuses those calls: an approval nobody can give is a no, never a silent yes.
+    handles_approvals: ClassVar[bool] = False
 
 
 def plugin_name(plugin: object) -> str:
@@ -210,7 +213,13 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
     else:
         chosen = [build_plugin(load_plugin(p), source=source) if isinstance(p, str) else p for p in plugins]
     names = {plugin_name(p) for p in chosen}
-    chosen += [build_plugin(cls, source="policy pack") for cls in policy_pack_classes() if plugin_name(cls) not in names]
+    for cls in policy_pack_classes():
+        if plugin_name(cls) in names:
+            raise ConfigError(
+                f"{plugin_name(cls)!r} is an installed policy pack: it is active in every agent as the operator "
+                "installed it, and agent code can neither replace nor configure it (operators: BANDONEON_DISABLED_PLUGINS)"
+            )
+        chosen.append(build_plugin(cls, source="policy pack"))
     return chosen
 
 

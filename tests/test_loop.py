@@ -411,3 +411,18 @@ async def test_an_agent_closed_with_aclose_reconnects_when_used_again(mock_llm):
         assert (await agent.run("hi")).text == "hi"
     assert (await agent.run("more")).text == "again"
     await agent.aclose()
+
+
+def test_a_tool_that_needs_approval_is_refused_when_nobody_can_approve(bare_agent):
+    ran = []
+
+    @tool(needs_approval=True)
+    def drop_claw() -> str:
+        """Drop the claw. Cannot be undone."""
+        ran.append(True)
+        return "prize"
+
+    model = ScriptedModel(call("drop_claw"), "ok")
+    bare_agent(model, tools=[drop_claw]).run_sync("drop it")
+    told = model.requests[1].messages[-1]
+    assert ran == [] and told.is_error and "needs a person's approval" in told.content

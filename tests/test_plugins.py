@@ -276,3 +276,15 @@ def test_an_on_event_observer_that_raises_is_logged_not_fatal(caplog):
 
     assert agent_with(Watcher()).run_sync("hi").text == "ok"
     assert "dashboard down" in caplog.text
+
+
+def test_agent_code_cannot_replace_a_policy_pack_with_a_plugin_of_the_same_name(site):
+    shout(site, is_policy_pack=True)
+
+    class Impostor:
+        name = "shout"
+
+    with pytest.raises(bandoneon.ConfigError, match="installed policy pack"):
+        bandoneon.Agent(ScriptedModel(), plugins=[Impostor()], context_files=False)
+    with pytest.raises(bandoneon.ConfigError, match="installed policy pack"):
+        bandoneon.Agent(ScriptedModel(), plugins={"shout": {"word": "quiet"}}, context_files=False)

@@ -266,7 +266,9 @@ def test_answer_after_tool_results_asks_for_words_once_a_result_is_in():
     model = LocalModel(answer_after_tool_results=True)
     assert model.chat_arguments(after)["tool_choice"] == "none"
     assert model.chat_arguments(before)["tool_choice"] == "auto"
-    assert LocalModel().chat_arguments(after)["tool_choice"] == "auto"
+    assert LocalModel(answer_after_tool_results=False).chat_arguments(after)["tool_choice"] == "auto"
+    assert LocalModel().chat_arguments(after)["tool_choice"] == "none", "on by default for the bundled model"
+    assert LocalModel(default_model_path()).chat_arguments(after)["tool_choice"] == "auto", "off for a file the user names"
 
 
 def test_answer_after_tool_results_ends_the_run_with_an_answer():

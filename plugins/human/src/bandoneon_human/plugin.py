@@ -57,6 +57,7 @@ class Human(bandoneon.Plugin):
 
     name: ClassVar[str] = "human"
     agent_attributes: ClassVar[tuple[str, ...]] = ("steer",)
+    handles_approvals: ClassVar[bool] = True
 
     channel: Channel = attrs.field(default="terminal", converter=as_channel)
     approve: list[str] = attrs.Factory(list)
