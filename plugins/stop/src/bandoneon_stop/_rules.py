@@ -39,7 +39,6 @@ class BudgetWarning(UserWarning):
 @attrs.define
 class _RunState:
     streak: ErrorStreak | None
-    last_request: bandoneon.ModelRequest | None = None
     warned_unpriced: bool = False
 
 
@@ -108,16 +107,6 @@ class StopRules(bandoneon.Plugin):
             return None
         return self._over_budget(run)
 
-    @bandoneon.hookimpl(trylast=True)
-    def before_provider_call(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest) -> None:
-        """Remember the loop's final request (trylast: after every other change) for the wrap-up.
-
-        Not ``run.last_request``: that is also set by side calls other plugins make through
-        ``run.call_model`` (a compaction summary), whose prompt and settings are not the run's.
-        """
-        if self.wrap_up_on:
-            self._state(run).last_request = request
-
     @bandoneon.hookimpl
     def should_stop(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> bandoneon.Stop | None:
         for result in turn.tool_results:
@@ -140,7 +129,8 @@ class StopRules(bandoneon.Plugin):
     async def wrap_up(self, run: bandoneon.RunContext, stop: bandoneon.Stop) -> bandoneon.Message | None:
         if stop.reason not in self.wrap_up_on:
             return None
-        request = wrap_up_request(run, self._state(run).last_request, stop, self.wrap_up_text)
+        # The loop's own last request (side calls other plugins make do not replace it).
+        request = wrap_up_request(run, run.last_request, stop, self.wrap_up_text)
         return await wrap_up_message(run, request)
 
     # ---------------------------------------------------------------- helpers
