@@ -22,6 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# The example enterprise policy pack (railway rules) would be active in every agent: it is not
+# part of "the default plugins". Operators switch it off the same way.
+os.environ.setdefault("BANDONEON_DISABLED_PLUGINS", "policy-example")
 
 import sections  # noqa: E402  (benchmarks/ is not a package)
 

@@ -66,15 +66,11 @@ from .plugins import (
     refresh_plugins,
 )
 from .providers import (
-    ChunkAssembler,
     DeltaCallback,
     HttpClient,
-    OpenAICompatible,
     Provider,
-    WireOptions,
     classify_status,
     iter_sse,
-    openai_wire,
     parse_retry_after,
     read_json,
     register_provider,
@@ -84,6 +80,15 @@ from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The OpenAI-compatible provider and its wire format load on first use (see bandoneon.providers).
+    if name in ("ChunkAssembler", "OpenAICompatible", "WireOptions", "openai_wire"):
+        from . import providers
+
+        return getattr(providers, name)
+    raise AttributeError(f"module 'bandoneon' has no attribute {name!r}")
 
 __all__ = [
     "CAPABILITIES",

@@ -6,14 +6,16 @@ every problem becomes one sentence that names the field, what was expected and w
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
-import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from .schema import type_phrase
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = ["StructureError", "describe_value", "structure", "unstructure"]
 
@@ -31,13 +33,13 @@ class StructureError(ValueError):
 def structure(data: Any, cls: type[T]) -> T:
     """``data`` as an instance of ``cls``, or ``StructureError`` with every problem explained."""
     try:
-        return _converter.structure(data, cls)
+        return _converter().structure(data, cls)
     except Exception as exc:  # cattrs raises exception groups; translate them all
         raise StructureError(_explain(exc, data, cls) or [str(exc)]) from None
 
 
 def unstructure(value: Any) -> Any:
-    return _converter.unstructure(value)
+    return _converter().unstructure(value)
 
 
 def _strict_str(value: Any, _: Any) -> str:
@@ -73,15 +75,23 @@ class _Mismatch(TypeError):
         self.value = value
 
 
-_converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, use_alias=True)
-_converter.register_structure_hook(str, _strict_str)
-_converter.register_structure_hook(int, _strict_int)
-_converter.register_structure_hook(float, _strict_float)
-_converter.register_structure_hook(bool, _strict_bool)
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """Built on first use: ``import bandoneon`` does not pay for importing cattrs."""
+    import cattrs
+
+    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, use_alias=True)
+    converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(int, _strict_int)
+    converter.register_structure_hook(float, _strict_float)
+    converter.register_structure_hook(bool, _strict_bool)
+    return converter
 
 
 def _explain(exc: BaseException, data: Any, cls: Any, path: str = "") -> list[str]:
     """Turn a cattrs error tree into one sentence per problem, naming the field."""
+    from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
     if isinstance(exc, ForbiddenExtraKeysError):
         allowed = ", ".join(f.name for f in attrs.fields(exc.cl)) or "none"
         return [

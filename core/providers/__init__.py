@@ -1,12 +1,15 @@
 """Model providers: the protocol every provider follows, the model-string registry, and the
 OpenAI-compatible provider (registered for ``openai``, ``openai-compatible``, ``ollama``,
-``lmstudio``, ``vllm`` and ``llamacpp``)."""
+``lmstudio``, ``vllm``, ``llamacpp`` and ``llama-cpp-python``).
 
-from . import openai_wire
+The OpenAI-compatible provider and its wire format are imported on first use, so programs
+that never talk to such a server (a scripted model, the embedded one) do not load them.
+"""
+
+from typing import Any
+
 from .base import DeltaCallback, Provider, register_provider, resolve_model
 from .http import HttpClient, classify_status, iter_sse, parse_retry_after, read_json
-from .openai import OpenAICompatible
-from .openai_wire import ChunkAssembler, WireOptions
 
 __all__ = [
     "ChunkAssembler",
@@ -14,6 +17,7 @@ __all__ = [
     "HttpClient",
     "OpenAICompatible",
     "Provider",
+    "WireOptions",
     "classify_status",
     "iter_sse",
     "openai_wire",
@@ -21,5 +25,16 @@ __all__ = [
     "read_json",
     "register_provider",
     "resolve_model",
-    "WireOptions",
 ]
+
+_LAZY = {"OpenAICompatible": "openai", "ChunkAssembler": "openai_wire", "WireOptions": "openai_wire"}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "openai_wire":
+        return importlib.import_module(".openai_wire", __name__)
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,6 +29,9 @@ READ_TOOL = "read_skill_file"
 Mode = Literal["all", "on-demand", "filesystem"]
 
 
+_SCANNED = "skills.catalog"  # run.state key: this run's catalog
+
+
 def _as_strings(values: Any) -> list[str]:
     return [os.fspath(v) for v in values]
 
@@ -114,7 +117,11 @@ class Skills(bandoneon.Plugin):
 
     @bandoneon.hookimpl
     def system_prompt_sections(self, run: bandoneon.RunContext) -> str | None:
-        skills = self.library(run.agent).refresh()
+        # Re-scanned once per run: an edited SKILL.md is seen by the next run, and the turns of
+        # one run (and the prompt cache) see one stable catalog.
+        skills = run.state.get(_SCANNED)
+        if skills is None:
+            skills = run.state[_SCANNED] = self.library(run.agent).refresh()
         if self.mode == "all":
             return render_all(skills)
         if self.mode == "filesystem":

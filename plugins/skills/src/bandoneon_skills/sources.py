@@ -1,7 +1,7 @@
 """Where skills come from: a folder of ``<name>/SKILL.md``, skills in memory, installed packs.
 
 A source is anything with a ``label`` and a ``scan()`` that returns the skills it has *now*
-and the problems it found. Sources are scanned before every model call, so a folder source
+and the problems it found. Sources are scanned at the start of every run, so a folder source
 keeps a cache keyed by each file's stat: an unchanged SKILL.md is never read twice.
 """
 
