@@ -16,6 +16,7 @@ import attrs
 
 import bandoneon
 import scenarios
+from mock_server_process import serving
 from timing import compare_async, compare_sync, ms, us
 
 HERE = Path(__file__).resolve().parent
@@ -162,15 +163,6 @@ def _install_peers() -> None:
 # ---------------------------------------------------------------- 3. over loopback HTTP
 
 
-def _openai_two_turn(request) -> object:
-    from bandoneon.testing import Reply
-
-    messages = request.json["messages"]
-    if messages[-1]["role"] == "tool":
-        return Reply(text=scenarios.ANSWER, usage=(20, 8))
-    return Reply(tool_calls=[("get_forecast", {"city": "Paris"})], usage=(10, 5))
-
-
 async def _bare_httpx_loop(client, base_url: str) -> str:
     tools = [{"type": "function", "function": {"name": "get_forecast", "description": "Daily forecast for one city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
@@ -184,15 +176,12 @@ async def _bare_httpx_loop(client, base_url: str) -> str:
 async def over_http(scale: Scale) -> str:
     import httpx
 
-    from bandoneon.testing import MockLLMServer
-
-    with MockLLMServer() as server:
-        server.respond_with(_openai_two_turn)
-        agent = bandoneon.Agent(f"openai-compatible:bench@{server.base_url}", tools=[scenarios.FORECAST_TOOL], context_files=False, context_window=128_000)
+    with serving() as base_url:
+        agent = bandoneon.Agent(f"openai-compatible:bench@{base_url}", tools=[scenarios.FORECAST_TOOL], context_files=False, context_window=128_000)
         async with httpx.AsyncClient(verify=False) as client:
             medians = await compare_async(
                 {
-                    "bare httpx loop": lambda: _bare_httpx_loop(client, server.base_url),
+                    "bare httpx loop": lambda: _bare_httpx_loop(client, base_url),
                     "bandoneon, default plugins": lambda: scenarios.bandoneon_run(agent),
                 },
                 iterations=scale.http_iterations,
@@ -201,7 +190,7 @@ async def over_http(scale: Scale) -> str:
             )
     floor, ours = medians["bare httpx loop"], medians["bandoneon, default plugins"]
     return (
-        "## Over loopback HTTP: the same run against the testing kit's server\n\n"
+        "## Over loopback HTTP: the same run against the testing kit's server (in its own process)\n\n"
         "| contender | median per run | ratio |\n|---|---|---|\n"
         f"| bare httpx loop (the floor) | {ms(floor)} | 1.00× |\n"
         f"| bandoneon, default plugins | {ms(ours)} | {ours / floor:.2f}× |\n\n"

@@ -39,7 +39,6 @@ class HttpClient:
             import httpx
 
             self._client = httpx.AsyncClient(
-                base_url=self.base_url,
                 headers=self.headers,
                 timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=1000),
@@ -48,6 +47,10 @@ class HttpClient:
             )
             self._loop = loop
         return self._client
+
+    def url(self, path: str) -> str:
+        """An absolute URL for ``path`` (cheaper for httpx than merging with its base URL)."""
+        return path if "://" in path else self.base_url + path
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -59,7 +62,7 @@ class HttpClient:
         import httpx
 
         try:
-            response = await self.client().post(path, json=body)
+            response = await self.client().post(self.url(path), json=body)
         except httpx.TimeoutException as exc:
             raise NetworkError(f"{self.provider}: the request to {self.base_url}{path} timed out ({type(exc).__name__})", provider=self.provider) from None
         except httpx.TransportError as exc:
@@ -73,7 +76,7 @@ class HttpClient:
         import httpx
 
         try:
-            response = await self.client().get(path)
+            response = await self.client().get(self.url(path))
             if response.status_code != 200:
                 return None
             return response.json()

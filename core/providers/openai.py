@@ -98,7 +98,7 @@ class OpenAICompatible:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         assembler = ChunkAssembler(on_delta)
         try:
-            async with self._http.client().stream("POST", "/chat/completions", json=body) as response:
+            async with self._http.client().stream("POST", self._http.url("/chat/completions"), json=body) as response:
                 if response.status_code >= 400:
                     raise classify_status(response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name)
                 async for _, data in iter_sse(response):

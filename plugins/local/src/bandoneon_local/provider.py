@@ -1,6 +1,6 @@
 """The embedded provider: a GGUF chat model run in-process by llama-cpp-python.
 
-With the default chat format, ``chatml-function-calling``, llama-cpp-python 0.3.36 has four
+With the default chat format, ``chatml-function-calling``, llama-cpp-python 0.3.36 has six
 flaws this provider works around, each on purpose (measured with SmolLM2-135M-Instruct):
 
 - tools are listed to the model only inside a system message: one is always sent;
@@ -10,7 +10,12 @@ flaws this provider works around, each on purpose (measured with SmolLM2-135M-In
   grammar allows only another call or the end): the text is generated again with
   ``tool_choice="none"``;
 - streaming with ``tool_choice="auto"`` raises ``ValueError``: that call runs whole and its
-  reply is then delivered as deltas.
+  reply is then delivered as deltas;
+- its template renders with HTML autoescaping, so every quote in the conversation reached the
+  model as ``&#34;`` (and the model copied the entities into its replies): texts are marked
+  as already safe;
+- it shows the model each tool's parameters but not the tool's description: the description
+  is put inside the parameters' schema.
 """
 
 from __future__ import annotations
@@ -118,10 +123,12 @@ class LocalModel:
     def chat_arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``Llama.create_chat_completion`` for ``request`` (public so
         tests can see what the model is given)."""
-        wire = FUNCTION_CALLING_WIRE if self.chat_format == FUNCTION_CALLING else openai_wire.PLAIN
-        arguments: dict[str, Any] = {"messages": openai_wire.wire_messages(request, wire), "max_tokens": self.max_tokens}
+        function_calling = self.chat_format == FUNCTION_CALLING
+        messages = openai_wire.wire_messages(request, FUNCTION_CALLING_WIRE if function_calling else openai_wire.PLAIN)
+        arguments: dict[str, Any] = {"messages": _verbatim(messages) if function_calling else messages, "max_tokens": self.max_tokens}
         if request.tools:
-            arguments["tools"] = openai_wire.wire_tools(request.tools)
+            tools = openai_wire.wire_tools(request.tools)
+            arguments["tools"] = _described(tools) if function_calling else tools
             arguments["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
             after_result = bool(request.messages) and request.messages[-1].role == "tool"
             if self.answer_after_tool_results and after_result and request.tool_choice in (None, "auto"):
@@ -141,6 +148,32 @@ class LocalModel:
         output_tokens = assembler.pieces
         usage = Usage(input_tokens=max(0, tokens_in_context - output_tokens), output_tokens=output_tokens, requests=1)
         return attrs.evolve(assembler.reply(self.model, usage), model=self.model)
+
+
+class _Verbatim(str):
+    """Text that Jinja's autoescaping leaves alone (``__html__`` marks it as already safe)."""
+
+    def __html__(self) -> str:
+        return self
+
+
+def _verbatim(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with every text marked safe, so the model reads ``"`` rather than ``&#34;``."""
+    for message in messages:
+        message["content"] = _Verbatim(message["content"])
+        for call in message.get("tool_calls", ()):
+            call["function"]["arguments"] = _Verbatim(call["function"]["arguments"])
+    return messages
+
+
+def _described(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools with each description inside its parameters' schema, the only part the
+    chat format shows the model (a ``description`` keyword does not change what is valid)."""
+    for tool in tools:
+        function = tool["function"]
+        if function["description"] and "description" not in function["parameters"]:
+            function["parameters"] = {"description": function["description"], **function["parameters"]}
+    return tools
 
 
 def _default_threads() -> int:
