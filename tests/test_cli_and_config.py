@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import tomllib
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.cli import main as cli
 from bandoneon.testing import Fault, Reply, ScriptedModel
 

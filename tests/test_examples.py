@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from bandoneon.cli import main as cli
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, load_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLES / f"{name}.py")
     return module
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon import Compacted, Retry, Stop, hookimpl
 from bandoneon.cli import build_parser
 from bandoneon.testing import Fault, FunctionModel, Reply, ScriptedModel, call

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon import Message, NoAnswer, RunInProgress, tool
 from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import socket
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon import tool
 from bandoneon.testing import Fault, MockLLMServer, Reply
 

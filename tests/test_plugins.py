@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 import textwrap
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon import Refuse, hookimpl
 from bandoneon.testing import ScriptedModel, call
 

@@ -6,12 +6,11 @@ import enum
 from typing import Annotated, Literal
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon import RunContext, ToolError, tool
-from bandoneon.tools import ArgumentsError
 from bandoneon.testing import ScriptedModel, call
+from bandoneon.tools import ArgumentsError
 
 
 class Color(enum.Enum):

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import itertools
 import json
+import os
+import types
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from ..messages import Message, ModelReply, ModelRequest, ToolCall, Usage
 from ..providers.base import DeltaCallback
 
-__all__ = ["FunctionModel", "ScriptedModel", "call", "reply"]
+__all__ = ["FunctionModel", "ScriptedModel", "call", "load_script", "reply"]
 
 _ids = itertools.count(1)
 
@@ -131,3 +135,15 @@ class FunctionModel:
 
     async def context_window(self) -> int | None:
         return self._window
+
+
+def load_script(path: str | os.PathLike[str]) -> types.ModuleType:
+    """Import a script (an example, a user's agent file) by path, so a test can call its
+    functions (``load_script("examples/level_02_agent_loop.py").main(ScriptedModel(...))``)."""
+    location = Path(path)
+    spec = importlib.util.spec_from_file_location(location.stem, location)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {location} as a Python script")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

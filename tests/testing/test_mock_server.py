@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from bandoneon.testing.server import Fault, MockLLMServer, RecordedRequest, Reply
 
 CHAT = "/chat/completions"

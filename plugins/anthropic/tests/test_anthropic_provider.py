@@ -6,9 +6,8 @@ import json
 from typing import Annotated, ClassVar
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import Fault, MockLLMServer, Reply
 from bandoneon_anthropic import AnthropicProvider
 

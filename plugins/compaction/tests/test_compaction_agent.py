@@ -6,11 +6,18 @@ import asyncio
 import logging
 import warnings
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import FunctionModel, ScriptedModel, call
-from bandoneon_compaction import SUMMARY_PREFIX, Compaction, WindowUnknownWarning, estimate_tokens, fixed_tokens, is_note, message_tokens
+from bandoneon_compaction import (
+    SUMMARY_PREFIX,
+    Compaction,
+    WindowUnknownWarning,
+    estimate_tokens,
+    fixed_tokens,
+    is_note,
+    message_tokens,
+)
 
 
 @bandoneon.tool

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, load_script
 from bandoneon_compaction import is_note
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_07_compaction.py"
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("level_07_compaction", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

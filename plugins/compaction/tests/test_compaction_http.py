@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import MockLLMServer, Reply
 from bandoneon_compaction import Compaction, WindowUnknownWarning
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import itertools
 
+import bandoneon
+from bandoneon_compaction import (
+    estimate_tokens,
+    is_note,
+    message_tokens,
+    shrink_history,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import bandoneon
-from bandoneon_compaction import estimate_tokens, is_note, message_tokens, shrink_history
 
 NOT_RERUNNABLE = {"charge_card"}
 

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from bandoneon.cli import main
 from bandoneon_evals import Case, run_eval
 from bandoneon_evals.celery_backend import CeleryBackend

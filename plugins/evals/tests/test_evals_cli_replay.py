@@ -3,12 +3,18 @@
 import json
 from pathlib import Path
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.cli import main
 from bandoneon.testing import ScriptedModel, call
-from bandoneon_evals import Case, RecordingProvider, ReplayMismatch, ReplayProvider, contains, run_eval
+from bandoneon_evals import (
+    Case,
+    RecordingProvider,
+    ReplayMismatch,
+    ReplayProvider,
+    contains,
+    run_eval,
+)
 
 HERE = Path(__file__).parent
 

@@ -1,13 +1,11 @@
 """The level 11 example runs end to end with a caddie that plays from the request alone."""
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
-
-from bandoneon.testing import FunctionModel, call
+from bandoneon.testing import FunctionModel, call, load_script
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_11_observability.py"
 
@@ -31,9 +29,7 @@ def caddie(request):
 
 def load_example():
     pytest.importorskip("bandoneon_tracing", reason="the level 11 example also needs bandoneon-tracing")
-    spec = importlib.util.spec_from_file_location("level_11_observability", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

@@ -4,9 +4,8 @@ import asyncio
 import io
 import json
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
 from bandoneon_evals import (
     Case,

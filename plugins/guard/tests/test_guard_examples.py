@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-import pytest
-
 import bandoneon
-from bandoneon.testing import ScriptedModel, call
+import pytest
+from bandoneon.testing import ScriptedModel, call, load_script
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLES / f"{name}.py")
     return module
 
 

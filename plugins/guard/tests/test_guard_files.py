@@ -6,9 +6,8 @@ import argparse
 import tomllib
 from pathlib import Path
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_guard import Guard, Policy, Rule, load_policy, merge_policies
 from bandoneon_guard.cli import show_policy

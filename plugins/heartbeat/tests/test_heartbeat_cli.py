@@ -1,15 +1,13 @@
 import fcntl
-import importlib.util
 import json
 import time
 import uuid
 from pathlib import Path
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.cli import main
-from bandoneon.testing import FunctionModel, MockLLMServer, Reply, call
+from bandoneon.testing import FunctionModel, MockLLMServer, Reply, call, load_script
 from bandoneon_heartbeat import HeartbeatPlugin
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_16_heartbeat.py"
@@ -121,9 +119,7 @@ def test_the_plugin_is_found_by_its_entry_point():
 
 
 def test_the_pocket_pet_example_wakes_the_model_once_and_beeps_once():
-    spec = importlib.util.spec_from_file_location("level_16_heartbeat", EXAMPLE)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_script(EXAMPLE)
 
     def carer(request):
         last = request.messages[-1]

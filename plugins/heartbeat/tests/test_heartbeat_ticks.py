@@ -4,9 +4,8 @@ import logging
 from typing import ClassVar
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import FunctionModel, ScriptedModel, call
 from bandoneon_heartbeat import Heartbeat
 

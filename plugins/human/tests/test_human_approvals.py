@@ -6,9 +6,8 @@ import asyncio
 import logging
 import threading
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_human import Answer, AuditLog, Callbacks, Human, HumanQueue, Terminal
 

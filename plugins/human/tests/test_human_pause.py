@@ -9,9 +9,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_human import AuditLog, Callbacks, Human, answer_pending, read_pending
 from bandoneon_human.cli import add_human_command, answer_command, show_command

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import FunctionModel, ScriptedModel, call
 from bandoneon_human import AuditLog, Callbacks, Human, HumanQueue, Steering
 

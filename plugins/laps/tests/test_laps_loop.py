@@ -1,9 +1,8 @@
 import asyncio
 import json
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
 from bandoneon_laps import run_goal_loop, run_goal_loop_sync
 

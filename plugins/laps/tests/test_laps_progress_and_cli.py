@@ -1,12 +1,17 @@
-import importlib.util
 import json
 from pathlib import Path
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.cli import main
-from bandoneon.testing import FunctionModel, MockLLMServer, Reply, ScriptedModel, call
+from bandoneon.testing import (
+    FunctionModel,
+    MockLLMServer,
+    Reply,
+    ScriptedModel,
+    call,
+    load_script,
+)
 from bandoneon_laps import LAP_INSTRUCTIONS, Laps, progress_tools
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_10_fresh_laps.py"
@@ -98,9 +103,7 @@ def test_the_cli_refuses_bad_numbers(workdir, capsys, option, message):
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("level_10_fresh_laps", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

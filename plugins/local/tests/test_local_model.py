@@ -12,11 +12,10 @@ import struct
 from pathlib import Path
 from typing import Annotated
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon import Message, ModelRequest
-from bandoneon_local import LocalModel, default_model_path
+from bandoneon_local import DEFAULT_SYSTEM_PROMPT, LocalModel, default_model_path
 from bandoneon_local.engine import shared_engine
 
 FAST = {"max_tokens": 24, "temperature": 0.0}
@@ -139,15 +138,25 @@ def test_tool_results_are_shown_to_the_model_as_user_messages():
     call = bandoneon.ToolCall("c1", "get_weather", '{"city": "Paris"}')
     request = ModelRequest((Message.user("Weather?"), Message.assistant("", [call]), Message.tool(call, "Sunny")), tools=(get_weather.spec,))
     messages = LocalModel().chat_arguments(request)["messages"]
-    assert messages[0] == {"role": "system", "content": bandoneon_local_default_system()}
+    assert messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
     assert messages[2]["content"] == "" and messages[2]["tool_calls"][0]["function"]["name"] == "get_weather"
     assert messages[3] == {"role": "user", "content": "Result of get_weather: Sunny"}
 
 
-def bandoneon_local_default_system() -> str:
-    from bandoneon_local import DEFAULT_SYSTEM_PROMPT
-
-    return DEFAULT_SYSTEM_PROMPT
+def test_the_model_reads_quotes_and_tool_descriptions_as_written(monkeypatch):
+    # The chat format's template HTML-escapes what it renders and leaves tool descriptions out.
+    model = LocalModel()
+    llama = shared_engine(model.settings).llama
+    prompts: list[str] = []
+    generate = llama.create_completion
+    monkeypatch.setattr(llama, "create_completion", lambda **kwargs: prompts.append(kwargs["prompt"]) or generate(**kwargs))
+    call = bandoneon.ToolCall("c1", "get_weather", '{"city": "Rome"}')
+    history = (Message.user('Is it "warm" in Rome & Nice?'), Message.assistant("", [call]), Message.tool(call, "It's <b>hot</b>"))
+    asyncio.run(model.complete(ModelRequest(history, tools=(get_weather.spec,), tool_choice="required", settings=FAST)))
+    prompt = prompts[0]
+    assert 'Is it "warm" in Rome & Nice?' in prompt and '{"city": "Rome"}' in prompt and "It's <b>hot</b>" in prompt
+    assert "&#34;" not in prompt and "&amp;" not in prompt and "&#39;" not in prompt
+    assert "Get the current weather for a city." in prompt
 
 
 def test_tools_are_always_sent_with_a_tool_choice():

@@ -1,17 +1,14 @@
 """The level 9 example runs end to end with a scripted model and the mock embeddings server."""
 
-import importlib.util
 from pathlib import Path
 
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, load_script
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_09_memory.py"
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("level_09_memory", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

@@ -1,9 +1,8 @@
 """Notes in the prompt, the register_memory extension point, and the `bandoneon memory` commands."""
 
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_memory import Memory, NotesFile, SqliteStore
 

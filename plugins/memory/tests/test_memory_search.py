@@ -3,9 +3,8 @@
 import json
 import socket
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import Fault, MockLLMServer, ScriptedModel, call
 from bandoneon_memory import Memory, ScopeError, SqliteStore
 

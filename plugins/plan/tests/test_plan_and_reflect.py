@@ -1,11 +1,9 @@
-import importlib.util
 import json
 from pathlib import Path
 
-import pytest
-
 import bandoneon
-from bandoneon.testing import FunctionModel, ScriptedModel, call
+import pytest
+from bandoneon.testing import FunctionModel, ScriptedModel, call, load_script
 from bandoneon_plan import Plan, PlanItem, critic, plan_of, reflect, reflect_sync
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_12_plan_and_reflect.py"
@@ -184,9 +182,7 @@ def test_a_critic_needs_a_checklist():
 
 
 def test_the_paper_round_review_catches_the_paper_in_the_bushes():
-    spec = importlib.util.spec_from_file_location("level_12_plan_and_reflect", EXAMPLE)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_script(EXAMPLE)
     script = ScriptedModel(
         [call("add_plan_item", description=f"Deliver to #{h}") for h in (12, 14, 18)],
         [call("deliver", house=h) for h in (12, 14, 18)],

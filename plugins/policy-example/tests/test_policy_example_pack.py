@@ -6,9 +6,8 @@ import argparse
 import importlib.metadata
 import tomllib
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_guard import PolicyPack, policy_from_text
 from bandoneon_guard.cli import show_policy

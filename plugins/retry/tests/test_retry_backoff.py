@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel
 from bandoneon_retry import Backoff
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-import pytest
-
 import bandoneon
-from bandoneon.testing import Fault, MockLLMServer, Reply, ScriptedModel, call
+import pytest
+from bandoneon.testing import (
+    Fault,
+    MockLLMServer,
+    Reply,
+    ScriptedModel,
+    call,
+    load_script,
+)
 
 pytest.importorskip("bandoneon_stop", reason="the level 5 example also uses the stop plugin's error counter")
 
@@ -24,9 +29,7 @@ OPEN_THE_DOOR = [
 
 @pytest.fixture
 def level_5(monkeypatch):
-    spec = importlib.util.spec_from_file_location("level_05_errors", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     monkeypatch.setattr(module, "RETRY_OPTIONS", {**module.RETRY_OPTIONS, "base_delay": 0.001, "max_delay": 0.01})
     return module
 

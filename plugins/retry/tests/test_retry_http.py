@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import Fault, MockLLMServer, Reply
 from bandoneon_retry import Backoff
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import Fault, MockLLMServer, Reply
 from bandoneon_retry import Backoff
 

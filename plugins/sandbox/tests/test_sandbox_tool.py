@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import stat
 from pathlib import Path
 
-import pytest
-
 import bandoneon
-from bandoneon.testing import ScriptedModel, call
+import pytest
+from bandoneon.testing import ScriptedModel, call, load_script
 from bandoneon_sandbox import Sandbox, check_sandbox, run_code_tool
 
 UNAVAILABLE = asyncio.run(check_sandbox())
@@ -121,9 +119,7 @@ def test_the_level_14_example_computes_in_the_box(capsys):
         "print(min(int(r['sacks']) // int(r['sacks_per_day']) for r in rows))"
     )
     model = ScriptedModel(call("run_code", code=code), "The granary lasts 15 days.")
-    spec = importlib.util.spec_from_file_location("level_14_sandbox", EXAMPLE)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_script(EXAMPLE)
     result = example.main(model)
     assert result.ok and result.text == "The granary lasts 15 days."
     assert tool_result(model).content == "Exit code: 0.\nstdout:\n15\n"  # computed in the box from the mounted file

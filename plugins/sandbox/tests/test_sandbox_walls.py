@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from bandoneon_sandbox import Box, Limits, check_sandbox, format_result
 
 UNAVAILABLE = asyncio.run(check_sandbox())

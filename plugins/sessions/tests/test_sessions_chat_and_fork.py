@@ -3,12 +3,18 @@
 import gc
 import io
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.cli import main
 from bandoneon.testing import Reply, ScriptedModel
-from bandoneon_sessions import JsonlStore, SessionError, SessionLocked, Sessions, SessionStore, open_store
+from bandoneon_sessions import (
+    JsonlStore,
+    SessionError,
+    SessionLocked,
+    Sessions,
+    SessionStore,
+    open_store,
+)
 
 
 def chat(monkeypatch, server, *lines):

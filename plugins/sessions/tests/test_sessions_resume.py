@@ -4,9 +4,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call, reply
 from bandoneon_sessions import (
     JsonlStore,

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, load_script
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_08_skills.py"
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("level_08_skills", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import MockLLMServer, Reply, ScriptedModel, call, reply
 from bandoneon_stop import BudgetWarning, StopRules
 

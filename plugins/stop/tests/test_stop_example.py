@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
-
-from bandoneon.testing import MockLLMServer, Reply, ScriptedModel, call
+from bandoneon.testing import MockLLMServer, Reply, ScriptedModel, call, load_script
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_04_when_to_stop.py"
 
 
 @pytest.fixture
 def level_4():
-    spec = importlib.util.spec_from_file_location("level_04_when_to_stop", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

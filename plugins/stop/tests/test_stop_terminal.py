@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import MockLLMServer, Reply, ScriptedModel, call
 from bandoneon_stop import StopRules
+
 
 @bandoneon.tool
 def search_blocks(area: str) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import MockLLMServer, Reply, ScriptedModel, call, reply
 from bandoneon_stop import DEFAULT_WRAP_UP_TEXT, LIMITS, StopRules
 

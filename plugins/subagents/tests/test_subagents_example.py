@@ -1,15 +1,12 @@
-import importlib.util
 from pathlib import Path
 
-from bandoneon.testing import FunctionModel, call
+from bandoneon.testing import FunctionModel, call, load_script
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_15_subagents.py"
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("level_15_subagents", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     return module
 
 

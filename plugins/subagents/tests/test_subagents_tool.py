@@ -3,9 +3,8 @@ import socket
 from typing import ClassVar
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
 from bandoneon_subagents import Subagents, subagent
 

@@ -1,14 +1,12 @@
 """`bandoneon trace show` and the level 11 example, traced."""
 
-import importlib.util
 import re
 from pathlib import Path
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.cli import main
-from bandoneon.testing import FunctionModel, ScriptedModel, call
+from bandoneon.testing import FunctionModel, ScriptedModel, call, load_script
 from bandoneon_tracing import Tracing
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "level_11_observability.py"
@@ -77,9 +75,7 @@ def caddie(request):
 
 def test_the_example_traces_the_golf_course(capsys):
     pytest.importorskip("bandoneon_evals", reason="the level 11 example also needs bandoneon-evals")
-    spec = importlib.util.spec_from_file_location("level_11_example_for_tracing", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE)
     tracing = Tracing()
     golfer = module.build_agent(FunctionModel(caddie), hole=module.HOLES[2], plugins=[tracing])
     golfer.run_sync(module.HOLES[2].prompt)

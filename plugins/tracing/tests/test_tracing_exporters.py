@@ -5,9 +5,8 @@ import logging
 import socket
 import threading
 
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call, reply
 from bandoneon_tracing import JsonlExporter, Span, Tracing, read_jsonl
 from bandoneon_tracing.otel import OtelExporter, otel_configured
@@ -93,7 +92,9 @@ def test_otel_true_without_configuration_is_a_clear_error(no_otel_env):
 
 def test_spans_reach_the_opentelemetry_sdk_with_genai_attributes_and_parents(no_otel_env):
     pytest.importorskip("opentelemetry.sdk")
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
 
     memory = InMemorySpanExporter()
     usage = bandoneon.Usage(input_tokens=120, output_tokens=30, requests=1)
@@ -116,7 +117,9 @@ def test_spans_reach_the_opentelemetry_sdk_with_genai_attributes_and_parents(no_
 
 def test_an_error_span_has_error_status_in_opentelemetry(no_otel_env):
     pytest.importorskip("opentelemetry.sdk")
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
     from opentelemetry.trace import StatusCode
 
     @bandoneon.tool

@@ -5,9 +5,8 @@ different guards."""
 from typing import ClassVar
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import Reply, ScriptedModel, call
 from bandoneon_tracing import Tracing
 

@@ -5,9 +5,8 @@ import logging
 from typing import ClassVar
 
 import attrs
-import pytest
-
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call, reply
 from bandoneon_tracing import Price, PriceTable, Tracing, cost_of
 
