@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import importlib.util
 import inspect
 import itertools
@@ -66,7 +67,35 @@ async def _stream_text(message: Message, on_delta: DeltaCallback | None) -> None
         await on_delta("tool_call", (index, tool_call.name, tool_call.arguments))
 
 
-class ScriptedModel:
+class _RecordingModel(abc.ABC):
+    """What both in-process models share: record the request, turn the answer into a reply,
+    stream its text when asked, report a window."""
+
+    name = "recording"
+
+    def __init__(self, *, context_window: int | None, model: str):
+        self.model = model
+        self.requests: list[ModelRequest] = []
+        self._window = context_window
+
+    @abc.abstractmethod
+    async def _answer(self, request: ModelRequest) -> Any:
+        """What to reply to ``request``: anything ``_as_reply`` takes, or an exception to raise."""
+
+    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        self.requests.append(request)
+        item = await self._answer(request)
+        if isinstance(item, BaseException):
+            raise item
+        result = _as_reply(item)
+        await _stream_text(result.message, on_delta)
+        return result
+
+    async def context_window(self) -> int | None:
+        return self._window
+
+
+class ScriptedModel(_RecordingModel):
     """A provider that answers from a queue; records every request.
 
     Items: a string (text reply), a ``ToolCall`` or a list of them (tool-call reply), a
@@ -77,10 +106,8 @@ class ScriptedModel:
     name = "scripted"
 
     def __init__(self, *replies: Scripted, context_window: int | None = None, model: str = "scripted"):
-        self.model = model
-        self.requests: list[ModelRequest] = []
+        super().__init__(context_window=context_window, model=model)
         self._queue: list[Any] = list(replies)
-        self._window = context_window
 
     def add(self, *replies: Scripted) -> ScriptedModel:
         self._queue.extend(replies)
@@ -94,47 +121,26 @@ class ScriptedModel:
         if self._queue:
             raise AssertionError(f"{len(self._queue)} scripted replies were never requested: {self._queue!r}")
 
-    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        self.requests.append(request)
+    async def _answer(self, request: ModelRequest) -> Any:
         if not self._queue:
             last = request.messages[-1].content[:60] if request.messages else ""
             raise AssertionError(f"ScriptedModel has no reply left for request #{len(self.requests)} (last message: {last!r})")
-        item = self._queue.pop(0)
-        if isinstance(item, BaseException):
-            raise item
-        result = _as_reply(item)
-        await _stream_text(result.message, on_delta)
-        return result
-
-    async def context_window(self) -> int | None:
-        return self._window
+        return self._queue.pop(0)
 
 
-class FunctionModel:
+class FunctionModel(_RecordingModel):
     """A provider whose reply is computed: ``fn(request)`` (sync or async) returns what a
     ``ScriptedModel`` accepts. Every request is recorded."""
 
     name = "function"
 
     def __init__(self, function: Callable[[ModelRequest], Any], *, context_window: int | None = None, model: str = "function"):
+        super().__init__(context_window=context_window, model=model)
         self.function = function
-        self.model = model
-        self.requests: list[ModelRequest] = []
-        self._window = context_window
 
-    async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
-        self.requests.append(request)
+    async def _answer(self, request: ModelRequest) -> Any:
         item = self.function(request)
-        if inspect.isawaitable(item):
-            item = await item
-        if isinstance(item, BaseException):
-            raise item
-        result = _as_reply(item)
-        await _stream_text(result.message, on_delta)
-        return result
-
-    async def context_window(self) -> int | None:
-        return self._window
+        return await item if inspect.isawaitable(item) else item
 
 
 def load_script(path: str | os.PathLike[str]) -> types.ModuleType:

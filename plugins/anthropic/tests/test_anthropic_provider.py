@@ -29,6 +29,17 @@ class RetryAtOnce(bandoneon.Plugin):
         return bandoneon.Retry(0.0, 3) if getattr(error, "retryable", False) and attempt < 3 else None
 
 
+def real_retry() -> bandoneon.Plugin:
+    """The bandoneon-retry plugin as installed, with its waits drawn as zero (skipped when it is absent)."""
+    backoff = pytest.importorskip("bandoneon_retry").Backoff(max_attempts=3)
+    backoff.random = lambda: 0.0
+    return backoff
+
+
+def sse(*events: dict) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
 def make_agent(server: MockLLMServer, **kwargs) -> bandoneon.Agent:
     provider = AnthropicProvider("claude-test", api_key="test-key", base_url=server.base_url)
     kwargs.setdefault("plugins", [])
@@ -108,6 +119,24 @@ def test_usage_counts_cache_reads_and_writes_as_parts_of_input(mock_llm):
     assert result.usage.output_tokens == 5
 
 
+async def test_streamed_usage_counts_cache_reads_and_writes(mock_llm):
+    events = sse(
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
+         "usage": {"input_tokens": 7, "output_tokens": 1, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 20}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    )
+    mock_llm.add(Fault(status=200, body=events, headers={"content-type": "text/event-stream"}))
+    agent = make_agent(mock_llm)
+    agent.on("text_delta", lambda e: None)
+    result = await agent.run("hello")
+    assert result.text == "hi"
+    assert (result.usage.input_tokens, result.usage.cached_input_tokens, result.usage.cache_write_tokens, result.usage.output_tokens) == (327, 300, 20, 9)
+
+
 def test_thinking_blocks_are_kept_and_sent_back_with_their_signatures(mock_llm):
     mock_llm.add(Reply(thinking=[("Paris is in France.", "sig-abc")], tool_calls=[("get_forecast", {"city": "Paris"})]), Reply("Rain."))
     agent = make_agent(mock_llm, tools=[get_forecast])
@@ -116,6 +145,38 @@ def test_thinking_blocks_are_kept_and_sent_back_with_their_signatures(mock_llm):
     sent = mock_llm.requests[1].json["messages"][1]["content"]
     assert sent[0] == {"type": "thinking", "thinking": "Paris is in France.", "signature": "sig-abc"}
     assert sent[1]["type"] == "tool_use"
+
+
+def test_redacted_thinking_is_sent_back_as_it_came(mock_llm):
+    message = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "tool_use",
+        "content": [
+            {"type": "redacted_thinking", "data": "EncryptedBlob=="},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_forecast", "input": {"city": "Oslo"}},
+        ],
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    mock_llm.add(Fault(status=200, body=json.dumps(message)), Reply("Rain."))
+    agent = make_agent(mock_llm, tools=[get_forecast])
+    agent.run_sync("Rain in Oslo?")
+    assert agent.messages[1].thinking[0].is_redacted
+    sent = mock_llm.requests[1].json["messages"][1]["content"]
+    assert sent[0] == {"type": "redacted_thinking", "data": "EncryptedBlob=="}
+    assert sent[1] == {"type": "tool_use", "id": "toolu_1", "name": "get_forecast", "input": {"city": "Oslo"}}
+
+
+def test_a_thinking_budget_turns_extended_thinking_on(mock_llm):
+    mock_llm.add(Reply("ok"))
+    provider = AnthropicProvider("claude-test", api_key="k", base_url=mock_llm.base_url, thinking_budget=2048, max_tokens=8000)
+    bandoneon.Agent(provider, context_files=False, plugins=[]).run_sync("hi")
+    body = mock_llm.requests[0].json
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and body["max_tokens"] == 8000
+
+
+@pytest.mark.parametrize("budget", [512, 4096])
+def test_a_thinking_budget_outside_the_api_limits_is_a_config_error(budget):
+    with pytest.raises(bandoneon.ConfigError, match="thinking_budget"):
+        AnthropicProvider("claude-test", api_key="k", thinking_budget=budget, max_tokens=4096)
 
 
 async def test_streamed_thinking_text_and_tool_use_are_assembled(mock_llm):
@@ -149,6 +210,42 @@ def test_overloaded_529_is_a_retryable_server_error_and_is_retried(mock_llm):
     result = make_agent(mock_llm, plugins=[RetryAtOnce()]).run_sync("hi")
     assert result.text == "done"
     assert len(mock_llm.requests) == 2
+
+
+def test_overloaded_529_is_retried_by_the_real_retry_plugin_unchanged(mock_llm):
+    mock_llm.add(Fault(status=529), Fault(status=529), Reply("done"))
+    agent = make_agent(mock_llm, plugins=[real_retry()])
+    retries = []
+    agent.on("provider_retry", retries.append)
+    result = agent.run_sync("hi")
+    assert result.stop == "end_turn" and result.text == "done"
+    assert len(mock_llm.requests) == 3 and [r.attempt for r in retries] == [1, 2]
+
+
+async def test_a_stream_error_event_is_retried_by_the_real_retry_plugin_unchanged(mock_llm):
+    mock_llm.add(Fault(stream_error="overloaded_error"), Reply("recovered"))
+    agent = make_agent(mock_llm, plugins=[real_retry()])
+    agent.on("text_delta", lambda e: None)
+    result = await agent.run("hi")
+    assert result.text == "recovered" and len(mock_llm.requests) == 2
+
+
+async def test_an_error_event_after_text_was_shown_is_stream_interrupted_and_never_replayed(mock_llm):
+    events = sse(
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": [], "usage": {"input_tokens": 5, "output_tokens": 0}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Partly "}},
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    )
+    mock_llm.add(Fault(status=200, body=events, headers={"content-type": "text/event-stream"}), Reply("never sent"))
+    agent = make_agent(mock_llm, plugins=[real_retry()])
+    shown: list[str] = []
+    agent.on("text_delta", lambda e: shown.append(e.text))
+    with pytest.raises(bandoneon.StreamInterrupted, match="overloaded_error") as caught:
+        await agent.run("hi")
+    assert caught.value.partial_text == "Partly " and shown == ["Partly "]
+    assert len(mock_llm.requests) == 1
+    assert [m.role for m in agent.messages] == ["user"]
 
 
 def test_overloaded_529_without_retries_raises_server_error_and_keeps_history(mock_llm):

@@ -122,7 +122,7 @@ class AnthropicProvider:
         return await self._stream({**body, "stream": True}, on_delta)
 
     async def _stream(self, body: dict[str, Any], on_delta: DeltaCallback) -> ModelReply:
-        import httpx
+        import httpx  # here, not at the top: discovering the plugin must not import httpx
 
         reader = _StreamReader(self.name, on_delta)
         try:
@@ -168,7 +168,8 @@ class _StreamReader:
             self.usage.update(message.get("usage") or {})
         elif kind == "content_block_start":
             block = dict(data.get("content_block") or {})
-            self.blocks[data.get("index", len(self.blocks))] = {
+            index = data.get("index", len(self.blocks))
+            self.blocks[index] = {
                 "type": block.get("type"),
                 "text": block.get("text") or block.get("thinking") or block.get("data") or "",
                 "signature": block.get("signature") or "",
@@ -179,8 +180,7 @@ class _StreamReader:
             }
             if block.get("type") == "tool_use":
                 self.delivered = True
-                slot = self.blocks[data.get("index", len(self.blocks) - 1)]
-                await self.on_delta("tool_call", (slot["tool_index"], slot["name"], ""))
+                await self.on_delta("tool_call", (self.blocks[index]["tool_index"], block.get("name"), ""))
         elif kind == "content_block_delta":
             await self._delta(self.blocks.get(data.get("index", 0)), data.get("delta") or {})
         elif kind == "message_delta":
@@ -212,13 +212,13 @@ class _StreamReader:
             block["signature"] += delta.get("signature") or ""
 
     def _error(self, error: dict[str, Any]) -> Exception:
+        """What an ``error`` event means: once text or a call was shown, a ``StreamInterrupted``
+        (never replayed); before that, the error its type stands for, classified like a response."""
         kind = error.get("type") or "api_error"
-        status = _ERROR_STATUS.get(kind, 500)
-        detail = json.dumps({"error": {"type": kind, "message": f"{error.get('message') or kind} (an error event in the stream)"}})
-        classified = classify_status(status, {}, detail, self.provider)
         if self.delivered:
             return StreamInterrupted(f"{self.provider}: the stream broke mid-reply with {kind}: {error.get('message') or ''}", partial_text=self.text, provider=self.provider)
-        return classified
+        detail = json.dumps({"error": {"type": kind, "message": f"{error.get('message') or kind} (an error event in the stream)"}})
+        return classify_status(_ERROR_STATUS.get(kind, 500), {}, detail, self.provider)
 
     def reply(self) -> ModelReply:
         if not self.finished:
