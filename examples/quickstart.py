@@ -27,6 +27,7 @@ def build_agent(model=None) -> bandoneon.Agent:
         tools=[get_forecast],
         system_prompt="You are Nimbus, a weather assistant. Today is 2026-09-25. Use get_forecast, then answer in one short line.",
         max_turns=4,
+        settings={"max_tokens": 96},
         context_files=False,
     )
 
@@ -34,7 +35,7 @@ def build_agent(model=None) -> bandoneon.Agent:
 def main(model=None) -> bandoneon.RunResult:
     agent = build_agent(model)
     print(f"model: {agent.provider.name}:{agent.provider.model}")
-    result = agent.run_sync("Will it rain in Buenos Aires tomorrow (2026-09-26)?")
+    result = agent.run_sync("What is the forecast for Buenos Aires on 2026-09-26?")
     for message in result.messages:
         if message.role == "assistant" and message.tool_calls:
             for call in message.tool_calls:

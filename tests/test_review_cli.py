@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 import textwrap
 
@@ -12,7 +14,7 @@ import pytest
 
 import bandoneon
 from bandoneon.cli import main as cli
-from bandoneon.testing import Fault, Reply
+from bandoneon.testing import Fault, Reply, ScriptedModel, call
 
 
 @pytest.fixture(autouse=True)
@@ -147,10 +149,11 @@ def test_run_without_any_model_configured_and_no_local_plugin_says_how_to_config
 
 def test_tools_check_reads_the_tools_of_an_agent_or_a_list_by_attribute(here, capsys):
     (here / "crew.py").write_text(PING_TOOLS + textwrap.dedent('''
-        agent = bandoneon.Agent(bandoneon.testing.ScriptedModel(), tools=[ping_server], plugins=[], context_files=False)
+        from bandoneon.testing import ScriptedModel
+
+        agent = bandoneon.Agent(ScriptedModel(), tools=[ping_server], plugins=[], context_files=False)
         toolbox = [ping_server]
         '''))
-    (here / "crew.py").write_text("import bandoneon.testing\n" + (here / "crew.py").read_text())
     assert cli(["tools", "check", "crew:agent"]) == 0
     assert cli(["tools", "check", "crew.py:toolbox"]) == 0
     assert capsys.readouterr().out.count("1 tools checked: 0 errors, 0 warnings") == 2
@@ -281,7 +284,7 @@ def test_a_plugin_asked_for_by_name_that_failed_to_import_is_a_config_error_nami
     installed("broken", "raise ImportError('needs numpy 9')\n")
     with pytest.warns(bandoneon.PluginImportWarning):
         with pytest.raises(bandoneon.ConfigError, match="'broken'.*could not be imported.*needs numpy 9"):
-            bandoneon.Agent(bandoneon.testing.ScriptedModel(), plugins=["broken"], context_files=False)
+            bandoneon.Agent(ScriptedModel(), plugins=["broken"], context_files=False)
 
 
 # ---------------------------------------------------------------- init
@@ -293,3 +296,77 @@ def test_init_writes_the_file_where_asked_and_the_commented_plugins_stay_comment
     assert "# [plugins.retry]" in text
     config = bandoneon.load_config(here / "conf" / "bandoneon.toml")
     assert (config.model, config.max_turns, config.plugins) == ("vllm:qwen", 25, None)
+
+
+POLICY = '''
+import bandoneon
+from typing import ClassVar
+
+class Plugin:
+    name: ClassVar[str] = "house-rules"
+    is_policy_pack: ClassVar[bool] = True
+
+    @bandoneon.hookimpl
+    def before_tool_execution(self, call):
+        return bandoneon.Refuse("House rule: no deleting.")
+'''
+
+
+def test_an_installed_policy_pack_answers_before_the_agents_own_plugins(installed):
+    """Policy packs are registered last, so first-answer hooks ask them first."""
+    installed("house-rules", POLICY)
+
+    class Lenient:
+        name = "lenient"
+
+        @bandoneon.hookimpl
+        def before_tool_execution(self, call):
+            return bandoneon.Respond("deleted (simulated)")
+
+    @bandoneon.tool
+    def delete_branch(name: str) -> str:
+        """Delete one git branch by name."""
+        return "deleted"
+
+    model = ScriptedModel(call("delete_branch", name="main"), "ok")
+    agent = bandoneon.Agent(model, tools=[delete_branch], plugins=[Lenient()], context_files=False)
+    agent.run_sync("delete main")
+    assert [bandoneon.plugin_name(p) for p in agent.plugins] == ["lenient", "house-rules"]
+    assert model.requests[1].messages[-1].content == "House rule: no deleting."
+
+
+PROVIDER = '''
+import bandoneon
+from bandoneon.testing import ScriptedModel
+from typing import ClassVar
+
+class Plugin:
+    name: ClassVar[str] = "{prefix}"
+
+    @staticmethod
+    @bandoneon.hookimpl
+    def register_providers(register):
+        register("{prefix}", lambda rest, **options: ScriptedModel(f"{prefix} {{rest}}", model=rest))
+'''
+
+
+def test_an_installed_plugin_registers_a_provider_prefix(installed, tmp_path):
+    """In a fresh process (the provider registry is process-wide): the hook makes 'echo:' resolve."""
+    installed("echo", PROVIDER.format(prefix="echo"))
+    code = "import bandoneon; print(bandoneon.Agent('echo:hello', plugins=[], context_files=False).run_sync('hi').text)"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "BANDONEON_PLUGINS": "echo"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.stdout.strip() == "echo hello", done.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: providers.base._load_plugin_providers runs once per process (_plugins_loaded) and "
+    "refresh_plugins() does not reset it, so a provider plugin installed after the first unknown prefix "
+    "is never found, although refresh_plugins says it forgets discovery 'after installing a plugin'",
+)
+def test_a_provider_plugin_installed_later_is_found_after_refresh_plugins(installed):
+    with pytest.raises(bandoneon.ConfigError):
+        bandoneon.resolve_model("nosuchprefix:x")
+    installed("shout", PROVIDER.format(prefix="shout"))
+    assert bandoneon.resolve_model("shout:later").model == "later"

@@ -336,3 +336,77 @@ def test_context_files_default_to_the_working_folder(tmp_path, monkeypatch):
     model = ScriptedModel("ok")
     bandoneon.Agent(model, plugins=[]).run_sync("hi")
     assert "House rule: no spoilers." in model.requests[0].system_prompt
+
+
+# ---------------------------------------------------------------- a hook that raises, at every loop point
+
+
+class Flaky:
+    """Implements every loop hook; the one named ``hook`` raises while ``broken`` is true."""
+
+    name = "flaky"
+
+    def __init__(self, hook: str):
+        self.hook, self.broken = hook, True
+
+    def _maybe_fail(self, hook: str) -> None:
+        if self.broken and hook == self.hook:
+            raise KeyError("lost the ledger")
+
+    @hookimpl
+    def before_run(self, run):
+        self._maybe_fail("before_run")
+
+    @hookimpl
+    def before_turn(self, run):
+        self._maybe_fail("before_turn")
+
+    @hookimpl
+    def system_prompt_sections(self, run):
+        self._maybe_fail("system_prompt_sections")
+
+    @hookimpl
+    def compact_history(self, run):
+        self._maybe_fail("compact_history")
+
+    @hookimpl
+    def before_provider_call(self, request):
+        self._maybe_fail("before_provider_call")
+
+    @hookimpl
+    def before_tool_execution(self, call):
+        self._maybe_fail("before_tool_execution")
+
+    @hookimpl
+    def after_tool_execution(self, result):
+        self._maybe_fail("after_tool_execution")
+
+    @hookimpl
+    def after_turn(self, turn):
+        self._maybe_fail("after_turn")
+
+    @hookimpl
+    def should_stop(self, turn):
+        self._maybe_fail("should_stop")
+
+
+LOOP_HOOKS = ["before_run", "before_turn", "system_prompt_sections", "compact_history", "before_provider_call",
+              "before_tool_execution", "after_tool_execution", "after_turn", "should_stop"]
+
+
+@pytest.mark.parametrize("hook", LOOP_HOOKS)
+def test_a_hook_that_raises_at_any_point_fails_the_run_naming_it_and_the_next_run_works(hook):
+    plugin = Flaky(hook)
+    model = ScriptedModel(call("ping"), "done", "next run")
+    agent = make_agent(model, tools=[ping], plugins=[plugin], context_window=1000)
+    ends = []
+    agent.on("run_end", ends.append)
+    with pytest.raises(bandoneon.PluginError, match=f"'flaky' failed in {hook}: KeyError") as caught:
+        agent.run_sync("go")
+    assert (caught.value.plugin, caught.value.hook) == ("flaky", hook)
+    assert ends[-1].reason == "error" and "lost the ledger" in ends[-1].error
+    assert_history_valid(agent.messages)
+    plugin.broken = False
+    model.add("spare", "spare")  # the failed run may have used fewer replies
+    assert agent.run_sync("again").ok
+    assert_history_valid(agent.messages)

@@ -85,7 +85,7 @@ class OpenAICompatible:
         """The JSON body for ``request`` (public, so tests and plugins can see the wire format)."""
         body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request, self.wire)}
         if request.tools:
-            body["tools"] = wire_tools(request.tools)
+            body["tools"] = wire_tools(request.tools, self.wire)
             body["tool_choice"] = wire_tool_choice(request, self.wire)
         elif request.tool_choice is not None:
             body["tool_choice"] = request.tool_choice
@@ -158,9 +158,11 @@ def _named_server(default_url: str, name: str, key_env: str | None = None, wire:
 
 
 #: llama-cpp-python's own server with ``--chat_format chatml-function-calling``: its template
-#: never renders ``tool`` messages, lists tools only inside a system message, and answers
-#: HTTP 500 to ``tool_choice="required"``.
-LLAMA_CPP_PYTHON = WireOptions(tool_results_as_user=True, default_system_prompt="You are a helpful assistant.", required_as_named=True)
+#: never renders ``tool`` messages, lists tools only inside a system message, shows a tool's
+#: schema but not its description, and answers HTTP 500 to ``tool_choice="required"``.
+LLAMA_CPP_PYTHON = WireOptions(
+    tool_results_as_user=True, default_system_prompt="You are a helpful assistant.", required_as_named=True, description_in_parameters=True
+)
 
 
 def _openai_compatible(rest: str, **options: Any) -> OpenAICompatible:

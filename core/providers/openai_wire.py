@@ -29,12 +29,15 @@ class WireOptions:
     templates that drop ``tool`` messages). ``default_system_prompt``: sent when the request
     has none (for templates that list tools only inside a system message).
     ``required_as_named``: ``tool_choice="required"`` becomes the one offered tool by name
-    (for servers that reject ``required``).
+    (for servers that reject ``required``). ``description_in_parameters``: each tool's
+    description is also put inside its parameters' schema (for templates that show the model
+    the schema but not the description; the keyword changes nothing about what is valid).
     """
 
     tool_results_as_user: bool = False
     default_system_prompt: str = ""
     required_as_named: bool = False
+    description_in_parameters: bool = False
 
 
 PLAIN = WireOptions()
@@ -68,8 +71,14 @@ def _wire_message(message: Message, options: WireOptions) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def wire_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}} for t in tools]
+def wire_tools(tools: Iterable[ToolSpec], options: WireOptions = PLAIN) -> list[dict[str, Any]]:
+    wired = []
+    for tool in tools:
+        parameters = dict(tool.parameters)
+        if options.description_in_parameters and tool.description and "description" not in parameters:
+            parameters = {"description": tool.description, **parameters}
+        wired.append({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": parameters}})
+    return wired
 
 
 def wire_tool_choice(request: ModelRequest, options: WireOptions = PLAIN) -> Any:

@@ -280,9 +280,8 @@ def test_answer_after_tool_results_asks_for_words_once_a_result_is_in():
     assert LocalModel(default_model_path()).chat_arguments(after)["tool_choice"] == "auto", "off for a file the user names"
 
 
-def test_answer_after_tool_results_ends_the_run_with_an_answer():
-    model = LocalModel(answer_after_tool_results=True)
-    result = bandoneon.Agent(model, tools=[get_weather], max_turns=3, context_files=False, plugins=[], settings=FAST).run_sync("What is the weather in Paris?")
+def test_the_bundled_model_ends_a_tool_run_with_an_answer_by_default():
+    result = agent(tools=[get_weather], max_turns=3).run_sync("What is the weather in Paris?")
     assert calls_made(result)[0].name == "get_weather"
     assert result.stop == "end_turn" and result.ok and result.text
 

@@ -38,8 +38,9 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "LocalModel", "local_model"]
 FUNCTION_CALLING = "chatml-function-calling"
 #: Sent when the agent has no system prompt: the chat format lists tools only inside one.
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
-#: What that chat format needs: results as user text (it drops ``tool`` messages) and a system message.
-FUNCTION_CALLING_WIRE = WireOptions(tool_results_as_user=True, default_system_prompt=DEFAULT_SYSTEM_PROMPT)
+#: What that chat format needs: results as user text (it drops ``tool`` messages), a system
+#: message (it lists the tools only there), and descriptions inside the schemas (it shows only those).
+FUNCTION_CALLING_WIRE = WireOptions(tool_results_as_user=True, default_system_prompt=DEFAULT_SYSTEM_PROMPT, description_in_parameters=True)
 _ONLY_CALL_MARKERS = re.compile(r"^\s*(functions\.[\w.-]+:\s*)*$")
 
 
@@ -127,8 +128,7 @@ class LocalModel:
         messages = openai_wire.wire_messages(request, FUNCTION_CALLING_WIRE if function_calling else openai_wire.PLAIN)
         arguments: dict[str, Any] = {"messages": _verbatim(messages) if function_calling else messages, "max_tokens": self.max_tokens}
         if request.tools:
-            tools = openai_wire.wire_tools(request.tools)
-            arguments["tools"] = _described(tools) if function_calling else tools
+            arguments["tools"] = openai_wire.wire_tools(request.tools, FUNCTION_CALLING_WIRE if function_calling else openai_wire.PLAIN)
             arguments["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
             after_result = bool(request.messages) and request.messages[-1].role == "tool"
             if self.answer_after_tool_results and after_result and request.tool_choice in (None, "auto"):
@@ -164,16 +164,6 @@ def _verbatim(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in message.get("tool_calls", ()):
             call["function"]["arguments"] = _Verbatim(call["function"]["arguments"])
     return messages
-
-
-def _described(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tools with each description inside its parameters' schema, the only part the
-    chat format shows the model (a ``description`` keyword does not change what is valid)."""
-    for tool in tools:
-        function = tool["function"]
-        if function["description"] and "description" not in function["parameters"]:
-            function["parameters"] = {"description": function["description"], **function["parameters"]}
-    return tools
 
 
 def _default_threads() -> int:
