@@ -41,6 +41,11 @@ __all__ = ["call_model", "run_loop"]
 
 log = logging.getLogger("bandoneon.loop")
 
+#: Seconds a wrap-up may take after the run already ran out of run_timeout (turn_timeout, when
+#: set, is used instead): the best answer from what was found is worth one short call.
+WRAP_UP_GRACE = 10.0
+
+
 async def run_loop(run: RunContext) -> RunResult:
     """Run turns until an exit; return how the run ended. Raises only what nobody can fix."""
     from .agent import RunResult
@@ -53,14 +58,15 @@ async def run_loop(run: RunContext) -> RunResult:
         await run.emit(RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))
     stop: Stop | None = None
     error: BaseException | None = None
+    deadline = None if agent.run_timeout is None else asyncio.get_running_loop().time() + agent.run_timeout
     try:
         if hooks.implements("before_run"):
             await hooks.before_run(run)
         try:
-            if agent.run_timeout is None:
+            if deadline is None:
                 stop = await _turns(run)
             else:
-                async with asyncio.timeout(agent.run_timeout):
+                async with asyncio.timeout_at(deadline):
                     stop = await _turns(run)
         except _TurnTimeout:
             stop = Stop("timeout", f"a model call took longer than turn_timeout={agent.turn_timeout}s")
@@ -92,11 +98,7 @@ async def run_loop(run: RunContext) -> RunResult:
     assert stop is not None
     text = _final_text(run, stop)
     if not stop.is_answer and stop.reason != "cancelled" and hooks.implements("wrap_up"):
-        try:
-            message = await hooks.wrap_up(run, stop)
-        except Exception:  # the limit's result stands; a failed wrap-up must not lose it
-            log.warning("wrap_up failed; keeping the %s result", stop.reason, exc_info=True)
-            message = None
+        message = await _wrap_up(run, stop, deadline)
         if message is not None:
             run.append(message)
             text = message.content or None
@@ -113,6 +115,29 @@ async def run_loop(run: RunContext) -> RunResult:
     )
     await _finish(run, result)
     return result
+
+
+async def _wrap_up(run: RunContext, stop: Stop, deadline: float | None) -> Message | None:
+    """The best-effort final message, within what is left of run_timeout (or a short grace
+    when the run ran out of it). Whatever goes wrong, the limit's result stands."""
+    agent = run.agent
+    loop = asyncio.get_running_loop()
+    if deadline is not None and deadline <= loop.time():
+        deadline = loop.time() + (agent.turn_timeout or WRAP_UP_GRACE)
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await agent.hooks.wrap_up(run, stop)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if not agent._cancel_requested or task is None:
+            raise
+        task.uncancel()
+        log.info("wrap-up cancelled by agent.cancel(); keeping the %s result", stop.reason)
+    except TimeoutError:
+        log.warning("wrap-up ran out of time; keeping the %s result", stop.reason)
+    except Exception:
+        log.warning("wrap_up failed; keeping the %s result", stop.reason, exc_info=True)
+    return None
 
 
 async def _finish(run: RunContext, result: RunResult) -> None:
@@ -337,19 +362,9 @@ async def _run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[Tool
     run.state["_pending_results"] = pending
     if len(to_run) == 1:
         index, call, tool, arguments = to_run[0]
-        results[index] = await _run_one(run, call, tool, arguments, pending)
+        results[index] = await _run_one(run, call, tool, arguments, pending, in_thread=False)
     elif to_run:
-        limit = run.agent.max_tool_concurrency
-        semaphore = asyncio.Semaphore(limit) if limit else None
-
-        async def bounded(call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
-            if semaphore is None:
-                return await _run_one(run, call, tool, arguments, pending)
-            async with semaphore:
-                return await _run_one(run, call, tool, arguments, pending)
-
-        outcomes = await asyncio.gather(*(bounded(call, tool, arguments) for _, call, tool, arguments in to_run))
-        for (index, *_), outcome in zip(to_run, outcomes, strict=True):
+        for (index, *_), outcome in zip(to_run, await _run_together(run, to_run, pending), strict=True):
             results[index] = outcome
     for result in results:
         assert result is not None
@@ -358,7 +373,33 @@ async def _run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[Tool
     return tuple(results)  # type: ignore[arg-type]
 
 
-async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], pending: dict[str, ToolResult]) -> ToolResult:
+async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]], pending: dict[str, ToolResult]) -> list[ToolResult]:
+    """Run several calls at once (sync tools on worker threads, so they overlap too). If one
+    fails the run (a hook raised), the others are cancelled before the error goes up."""
+    limit = run.agent.max_tool_concurrency
+    semaphore = asyncio.Semaphore(limit) if limit else None
+
+    async def bounded(call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
+        if semaphore is None:
+            return await _run_one(run, call, tool, arguments, pending, in_thread=True)
+        async with semaphore:
+            return await _run_one(run, call, tool, arguments, pending, in_thread=True)
+
+    tasks = [asyncio.ensure_future(bounded(call, tool, arguments)) for _, call, tool, arguments in to_run]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _run_one(
+    run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], pending: dict[str, ToolResult], *, in_thread: bool
+) -> ToolResult:
+    """One authorised call: run it (on a worker thread if it is sync and ``in_thread`` or a
+    timeout applies), turn failures into error results, pass the result through the hooks."""
     if run.wants_events:
         await run.emit(ToolStart(run.run_id, call, arguments))
     timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
@@ -367,7 +408,7 @@ async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[
     deadline = None
     try:
         if timeout is None:
-            content = await tool.invoke(arguments, run)
+            content = await tool.invoke(arguments, run, in_thread=in_thread)
         else:
             async with asyncio.timeout(timeout) as deadline:
                 content = await tool.invoke(arguments, run, in_thread=True)

@@ -70,11 +70,6 @@ async def test_results_are_in_call_order_when_the_first_call_finishes_last():
     assert [m.content for m in agent.messages if m.role == "tool"] == ["page 1", "page 2"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: loop._run_one / Tool.invoke run sync tools on the event loop thread when no timeout "
-    "applies, so the sync tools of one message run one after the other, not concurrently",
-)
 def test_sync_tools_of_one_message_run_concurrently():
     meeting = threading.Barrier(2, timeout=1)
 
@@ -90,11 +85,6 @@ def test_sync_tools_of_one_message_run_concurrently():
     assert [m.content for m in agent.messages if m.role == "tool"] == ["a met", "b met"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: loop._run_tools uses asyncio.gather; when one call's hook raises, the sibling "
-    "calls keep running after the run has failed, while the history says they 'did not run'",
-)
 async def test_when_a_hook_fails_the_other_running_tools_are_cancelled():
     gate = asyncio.Event()
     slow_cancelled = asyncio.Event()
@@ -206,11 +196,6 @@ def hangs_on_the_wrap_up(started: asyncio.Event, gate: asyncio.Event):
     return FunctionModel(answer)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: loop.run_loop calls wrap_up outside the cancellation handling; agent.cancel() "
-    "during a wrap-up raises CancelledError out of run() with no run_end event and no after_run",
-)
 async def test_agent_cancel_during_a_wrap_up_returns_a_result_and_ends_the_run():
     started, gate = asyncio.Event(), asyncio.Event()
     agent = make_agent(hangs_on_the_wrap_up(started, gate), tools=[ping], plugins=[WrapUpWithTheModel()], max_turns=1)
@@ -225,11 +210,6 @@ async def test_agent_cancel_during_a_wrap_up_returns_a_result_and_ends_the_run()
     assert outcome.stop in ("cancelled", "max_turns") and [e.reason for e in ends] == [outcome.stop]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: loop.run_loop applies run_timeout to the turns only; a wrap-up model call that "
-    "hangs keeps the run going past run_timeout",
-)
 async def test_run_timeout_also_bounds_the_wrap_up():
     started, gate = asyncio.Event(), asyncio.Event()
     agent = make_agent(hangs_on_the_wrap_up(started, gate), tools=[ping], plugins=[WrapUpWithTheModel()], max_turns=1, run_timeout=0.1)
