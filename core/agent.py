@@ -18,7 +18,7 @@ from .errors import ConfigError, NoAnswer, RunInProgress
 from .events import Event, event_names
 from .messages import Message, ToolSpec, Usage
 from .plugins import Hooks, PluginsArgument, activate
-from .providers.base import Provider, resolve_model
+from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .tools import Tool, tool
 
 __all__ = ["Agent", "RunResult"]
@@ -124,7 +124,16 @@ class Agent:
         self._learned_window: int | None = None
         self._window_known = False
         chosen_model, provider_options = self._model_choice(model)
-        self.provider = resolve_model(chosen_model, **provider_options)
+        try:
+            self.provider = resolve_model(chosen_model, **provider_options)
+        except ConfigError:
+            if model is None and chosen_model == "local:":
+                raise ConfigError(
+                    "no model is configured: pass Agent(model=...) or --model, set BANDONEON_MODEL "
+                    "(e.g. ollama:llama3.1) or `model` in bandoneon.toml, or install bandoneon-local "
+                    "for the embedded default model"
+                ) from None
+            raise
         if plugins is None and self.config.plugins:
             plugins = {**{n: {} for n in _default_names()}, **self.config.plugins}
             source = self.config.source
@@ -156,8 +165,8 @@ class Agent:
             return model, options
         chosen = self.config.model or os.environ.get("BANDONEON_MODEL")
         if chosen and ":" in chosen:
-            if base_url and chosen.startswith("openai-compatible:") and "@" not in chosen:
-                chosen = f"{chosen}@{base_url}"
+            if base_url and chosen.partition(":")[0] in OPENAI_PREFIXES and "@" not in chosen:
+                chosen = f"{chosen}@{base_url}"  # the named server's protocol, at the configured address
             return chosen, options
         if base_url:
             return f"openai-compatible:{chosen or 'default'}@{base_url}", options

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.formatwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
@@ -33,6 +35,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> str:
+    return f"bandoneon: {category.__name__}: {message}\n"
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.set_defaults(handler=_init)
 
     tools = commands.add_parser("tools", help="tool utilities")
+    tools.set_defaults(handler=lambda args: _help(tools))
     tools_commands = tools.add_subparsers(title="tools commands", metavar="COMMAND")
     check = tools_commands.add_parser("check", help="review tools the way the model sees them")
     check.add_argument("target", help="MODULE or MODULE:ATTR (a tool, a list of tools, or an agent)")
@@ -87,7 +99,8 @@ def _make_agent(args: argparse.Namespace, **extra: Any) -> Any:
 
     model = args.model
     if args.base_url:
-        model = f"openai-compatible:{(model or 'default').removeprefix('openai-compatible:')}@{args.base_url}"
+        prefix, has_prefix, name = (model or "").partition(":")
+        model = f"{prefix}:{name}@{args.base_url}" if has_prefix else f"openai-compatible:{model or 'default'}@{args.base_url}"
     tools = load_tools(args.tools) if args.tools else []
     return Agent(model, tools=tools, system_prompt=args.system, max_turns=args.max_turns, config=args.config, **extra)
 
@@ -217,8 +230,8 @@ def load_tools(target: str) -> list[Any]:
             namespace = runpy.run_path(module_name)
         else:
             namespace = vars(importlib.import_module(module_name))
-    except (ImportError, OSError) as exc:
-        raise ConfigError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # a syntax error or a failing import in the user's file: one clear line
+        raise ConfigError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     finally:
         sys.path.pop(0)
     if attr:
@@ -242,6 +255,9 @@ def _tools_check(args: argparse.Namespace) -> int:
     from .tools import tool as make_tool
 
     tools = [t if isinstance(t, Tool) else make_tool(t) for t in load_tools(args.target)]
+    if not tools:
+        print(f"bandoneon: no tools found in {args.target!r} (name one with MODULE:ATTR)", file=sys.stderr)
+        return 1
     findings = check_tools(tools, max_tools=args.max_tools)
     for finding in findings:
         print(finding)

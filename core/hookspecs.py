@@ -198,6 +198,9 @@ def register_memory(agent: Agent, register: Callable[..., None]) -> None:
 def agent_created(agent: Agent) -> None:
     """An agent was built with this plugin active. Check its tools, warn, or raise ``ConfigError``.
 
+    :param agent: the new agent (its tools, plugins and provider are in place).
+    :return: nothing; raise ``ConfigError`` to refuse to build the agent. Must not be async.
+
     .. versionadded:: 0.1
     """
 
@@ -207,6 +210,9 @@ def agent_closed(agent: Agent) -> None:
     """``agent.aclose()`` was called: release what the plugin holds for this agent (locks,
     files, HTTP clients). May be async. The agent itself stays usable.
 
+    :param agent: the agent being closed.
+    :return: nothing.
+
     .. versionadded:: 0.1
     """
 
@@ -215,7 +221,9 @@ def agent_closed(agent: Agent) -> None:
 def register_tools(agent: Agent) -> Sequence[Tool] | None:
     """Tools this plugin adds to the agent (``load_skill``, ``remember``, ``run_code``...).
 
+    :param agent: the agent being built (its own tools are not added yet).
     :return: None or a sequence of ``Tool``. Collected from every plugin, once per agent.
+        Must not be async.
 
     .. versionadded:: 0.1
     """
@@ -225,6 +233,7 @@ def register_tools(agent: Agent) -> Sequence[Tool] | None:
 def system_prompt_sections(run: RunContext) -> str | None:
     """Text to append to the system prompt of every request of this run.
 
+    :param run: the run; ``run.turn`` says which request this is.
     :return: None or a section. Collected in call order, joined with blank lines.
 
     .. versionadded:: 0.1
@@ -235,6 +244,9 @@ def system_prompt_sections(run: RunContext) -> str | None:
 def before_run(run: RunContext) -> None:
     """A run starts; the prompt is in ``run.prompt`` and already in ``run.messages``.
 
+    :param run: the run, before its first turn.
+    :return: nothing; raise to refuse the run (it fails with ``PluginError``).
+
     .. versionadded:: 0.1
     """
 
@@ -243,6 +255,10 @@ def before_run(run: RunContext) -> None:
 def after_run(run: RunContext, result: RunResult) -> None:
     """A run ended, however it ended (also when it raised: ``result.error`` says so).
 
+    :param run: the run.
+    :param result: how it ended (``stop``, ``text``, ``usage``, this run's ``messages``).
+    :return: nothing.
+
     .. versionadded:: 0.1
     """
 
@@ -250,6 +266,11 @@ def after_run(run: RunContext, result: RunResult) -> None:
 @hookspec
 def on_event(run: RunContext, event: Event) -> None:
     """Every event of the run. Observers only: an exception here is logged, never fatal.
+
+    :param run: the run the event belongs to, or None for an event published outside a run
+        (``agent.emit``).
+    :param event: the event (see ``bandoneon.events``).
+    :return: nothing.
 
     .. versionadded:: 0.1
     """
@@ -260,8 +281,11 @@ def on_event(run: RunContext, event: Event) -> None:
 
 @hookspec
 def register_providers(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    """Contribute model providers. ``register(prefix, factory)``: the model string
-    ``"prefix:rest"`` resolves to ``factory(rest, **options)``. Runs once per process.
+    """Contribute model providers. Runs once per process, on the plugin class.
+
+    :param register: ``register(prefix, factory)``: the model string ``"prefix:rest"``
+        resolves to ``factory(rest, **options)``.
+    :return: nothing.
 
     .. versionadded:: 0.1
     """
@@ -269,8 +293,11 @@ def register_providers(register: Callable[[str, Callable[..., Any]], None]) -> N
 
 @hookspec
 def register_commands(subparsers: Any) -> None:
-    """Add ``bandoneon`` CLI subcommands to the argparse ``subparsers``. Each parser must
-    ``set_defaults(handler=fn)`` where ``fn(args) -> int`` is the exit code. Runs once per process.
+    """Add ``bandoneon`` CLI subcommands. Runs once per process, on the plugin class.
+
+    :param subparsers: the argparse subparsers of the ``bandoneon`` command; each parser must
+        ``set_defaults(handler=fn)`` where ``fn(args) -> int`` is the exit code.
+    :return: nothing.
 
     .. versionadded:: 0.1
     """

@@ -154,10 +154,13 @@ def installed_plugins() -> dict[str, InstalledPlugin]:
 
 def refresh_plugins() -> None:
     """Forget what discovery found (after installing a plugin, or changing the env vars)."""
+    from .providers.base import forget_plugin_providers
+
     installed_plugins.cache_clear()
     _flagged.cache_clear()
     _declarations.cache_clear()
     registration_hooks.cache_clear()
+    forget_plugin_providers()
 
 
 def load_plugin(name: str) -> type:
@@ -310,7 +313,8 @@ class Hooks:
                 result = await impl.function(*[kwargs[a] for a in impl.argnames])
             else:
                 result = impl.function(*[kwargs[a] for a in impl.argnames])
-        except (BandoneonError, ConfigError):
+        except BandoneonError as exc:
+            exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
             raise
         except Exception as exc:
             raise PluginError(

@@ -69,11 +69,6 @@ def test_chat_ends_on_end_of_input_and_shows_a_run_without_an_answer(mock_llm, m
 # ---------------------------------------------------------------- run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: cli._make_agent turns --model ollama:llama3.1 --base-url URL into "
-    "'openai-compatible:ollama:llama3.1@URL', so the server is asked for model 'ollama:llama3.1'",
-)
 def test_run_with_a_provider_model_and_a_base_url_sends_the_bare_model_name(mock_llm):
     mock_llm.add(Reply(text="hi"))
     assert cli(["run", "hi", "--model", "ollama:llama3.1", "--base-url", mock_llm.base_url]) == 0
@@ -128,12 +123,6 @@ def test_run_with_a_missing_tools_file_exits_1_naming_it(mock_llm, capsys):
     assert "nowhere.py" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core rough edge: Agent._model_choice falls back to 'local:' silently; without bandoneon-local the "
-    "user reads \"no provider registered for 'local' (model 'local:')\", a model they never wrote, and no hint "
-    "to set --model, BANDONEON_MODEL or bandoneon.toml",
-)
 def test_run_without_any_model_configured_and_no_local_plugin_says_how_to_configure_one(capsys, monkeypatch):
     from bandoneon.providers import base  # the registry is process-wide: make sure 'local' is not in it
 
@@ -196,11 +185,6 @@ def test_tools_check_of_an_unknown_module_exits_1_with_one_line(capsys):
     assert "cannot import 'no_such_module_here'" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: cli.load_tools catches only ImportError/OSError, so a tools module with a syntax "
-    "error or one that raises at import ends the command with a raw traceback instead of a clear line",
-)
 @pytest.mark.parametrize("source", ["def broken(:\n", "raise RuntimeError('the database is down')\n"], ids=["syntax", "raises"])
 def test_tools_check_of_a_module_that_fails_to_load_exits_1_with_one_line(here, capsys, source):
     (here / "broken_tools.py").write_text(source)
@@ -359,12 +343,6 @@ def test_an_installed_plugin_registers_a_provider_prefix(installed, tmp_path):
     assert done.stdout.strip() == "echo hello", done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: providers.base._load_plugin_providers runs once per process (_plugins_loaded) and "
-    "refresh_plugins() does not reset it, so a provider plugin installed after the first unknown prefix "
-    "is never found, although refresh_plugins says it forgets discovery 'after installing a plugin'",
-)
 def test_a_provider_plugin_installed_later_is_found_after_refresh_plugins(installed):
     with pytest.raises(bandoneon.ConfigError):
         bandoneon.resolve_model("nosuchprefix:x")

@@ -213,11 +213,6 @@ def test_the_request_timeout_is_a_network_error_saying_it_timed_out(mock_llm):
         agent.run_sync("hi")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: OpenAICompatible._stream reports an httpx read timeout as 'cannot reach URL: ' "
-    "(empty detail: `exc or type(exc).__name__` is always exc) instead of saying the request timed out",
-)
 async def test_a_streamed_request_that_times_out_says_it_timed_out(mock_llm):
     mock_llm.add(Reply(text="late", delay=5))
     provider = bandoneon.OpenAICompatible("mock", base_url=mock_llm.base_url, timeout=0.1)
@@ -367,11 +362,6 @@ async def test_the_run_end_event_carries_the_error_when_the_server_fails(mock_ll
     assert ends[0].reason == "error" and "401" in ends[0].error and "bad key" in ends[0].error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core rough edge: Agent._model_choice uses BANDONEON_BASE_URL only for 'openai-compatible:' models; "
-    "with BANDONEON_MODEL=ollama:llama3.1 it is silently ignored and the agent calls localhost:11434",
-)
 def test_bandoneon_base_url_is_not_silently_ignored_with_a_named_provider(mock_llm, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BANDONEON_CONFIG", raising=False)

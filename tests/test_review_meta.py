@@ -30,12 +30,6 @@ def python(code_or_args: list[str] | str, *, cwd: Path | None = None, env: dict[
 # ---------------------------------------------------------------- hookspecs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core docs gap: hookspecs.py docstrings of agent_created, agent_closed, register_tools, "
-    "system_prompt_sections, before_run, after_run, on_event, register_providers and register_commands "
-    "do not describe every parameter (':param NAME:'), which the issue's pytest-style template asks for",
-)
 def test_every_hookspec_docstring_describes_each_parameter():
     missing = {
         hook: [name for name in inspect.signature(getattr(hookspecs, hook)).parameters if f":param {name}:" not in inspect.getdoc(getattr(hookspecs, hook))]

@@ -40,7 +40,7 @@ class Provider(Protocol):
 _factories: dict[str, Callable[..., Provider]] = {}
 _plugins_loaded = False
 #: Prefixes the core's OpenAI-compatible provider registers when its module is first imported.
-_OPENAI_PREFIXES = frozenset({"openai", "openai-compatible", "ollama", "lmstudio", "vllm", "llamacpp", "llama-cpp-python"})
+OPENAI_PREFIXES = frozenset({"openai", "openai-compatible", "ollama", "lmstudio", "vllm", "llamacpp", "llama-cpp-python"})
 
 
 def register_provider(prefix: str, factory: Callable[..., Provider]) -> None:
@@ -61,7 +61,7 @@ def resolve_model(model: str | Provider, **options: Any) -> Provider:
             f"e.g. 'openai:gpt-4o-mini', 'ollama:llama3.1', 'local:' or 'openai-compatible:MODEL@http://host:port/v1'"
         )
     factory = _factories.get(prefix)
-    if factory is None and prefix in _OPENAI_PREFIXES:
+    if factory is None and prefix in OPENAI_PREFIXES:
         from . import openai  # noqa: F401  (registers its prefixes)
 
         factory = _factories.get(prefix)
@@ -69,9 +69,15 @@ def resolve_model(model: str | Provider, **options: Any) -> Provider:
         _load_plugin_providers()
         factory = _factories.get(prefix)
     if factory is None:
-        known = ", ".join(sorted(set(_factories) | _OPENAI_PREFIXES))
+        known = ", ".join(sorted(set(_factories) | OPENAI_PREFIXES))
         raise ConfigError(f"no provider registered for {prefix!r} (model {model!r}); known prefixes: {known}. A plugin may provide it: see `bandoneon plugins`.")
     return factory(rest, **options)
+
+
+def forget_plugin_providers() -> None:
+    """Look at installed plugins again on the next unknown prefix (after installing one)."""
+    global _plugins_loaded
+    _plugins_loaded = False
 
 
 def _load_plugin_providers() -> None:

@@ -64,9 +64,9 @@ class HttpClient:
         try:
             response = await self.client().post(self.url(path), json=body)
         except httpx.TimeoutException as exc:
-            raise NetworkError(f"{self.provider}: the request to {self.base_url}{path} timed out ({type(exc).__name__})", provider=self.provider) from None
+            raise NetworkError(f"{self.provider}: the request to {self.url(path)} timed out ({type(exc).__name__})", provider=self.provider) from None
         except httpx.TransportError as exc:
-            raise NetworkError(f"{self.provider}: cannot reach {self.base_url}{path}: {exc or type(exc).__name__}", provider=self.provider) from None
+            raise NetworkError(f"{self.provider}: cannot reach {self.url(path)}: {str(exc) or type(exc).__name__}", provider=self.provider) from None
         if response.status_code >= 400:
             raise classify_status(response.status_code, response.headers, response.text, self.provider)
         return read_json(response.content, self.provider)

@@ -109,9 +109,12 @@ class OpenAICompatible:
                         raise _stream_error(chunk["error"], self.name, assembler)
                     await assembler.feed(chunk)
         except httpx.TransportError as exc:
+            detail = str(exc) or type(exc).__name__
             if assembler.delivered:
-                raise StreamInterrupted(f"{self.name}: the stream broke mid-reply: {exc or type(exc).__name__}", partial_text="".join(assembler.text), provider=self.name) from None
-            raise NetworkError(f"{self.name}: cannot reach {self.base_url}: {exc or type(exc).__name__}", provider=self.name) from None
+                raise StreamInterrupted(f"{self.name}: the stream broke mid-reply: {detail}", partial_text="".join(assembler.text), provider=self.name) from None
+            if isinstance(exc, httpx.TimeoutException):
+                raise NetworkError(f"{self.name}: the request to {self.base_url} timed out ({type(exc).__name__})", provider=self.name) from None
+            raise NetworkError(f"{self.name}: cannot reach {self.base_url}: {detail}", provider=self.name) from None
         if not assembler.delivered and assembler.finish_reason is None:
             return None
         if assembler.finish_reason is None:
