@@ -73,6 +73,19 @@ def loop_overhead(scale: Scale) -> str:
     return text + f"- `run_sync` (default plugins): {us(run_sync)} per run; target ≤ 120 µs: {_verdict(run_sync, 120e-6)}\n"
 
 
+async def _each_plugin_alone(plugins: list[object], scale: Scale) -> dict[str, float]:
+    """Each plugin alone in an agent (fresh instances), timed in one interleaved comparison."""
+    agents = {}
+    for plugin in plugins:
+        name = bandoneon.plugin_name(plugin)
+        agents[name] = scenarios.bandoneon_agent([bandoneon.build_plugin(type(plugin))])
+    contenders = {name: (lambda agent=agent: scenarios.bandoneon_run(agent)) for name, agent in agents.items()}
+    medians = await compare_async(contenders, iterations=max(50, scale.iterations // 5), rounds=max(3, scale.rounds // 3), warmup=20)
+    for agent in agents.values():
+        await agent.aclose()
+    return medians
+
+
 async def _loop_overhead_awaited(scale: Scale) -> tuple[str, bandoneon.Agent]:
     defaults = scenarios.bandoneon_agent(None)
     bare_core = scenarios.bandoneon_agent([])
@@ -103,6 +116,13 @@ async def _loop_overhead_awaited(scale: Scale) -> tuple[str, bandoneon.Agent]:
         lines.append(f"- every installed plugin active: {', '.join(bandoneon.plugin_name(p) for p in all_active.plugins)}")
     if skipped:
         lines.append(f"- not activatable with default options (skipped): {', '.join(skipped)}")
+    if everything:
+        lines.append("\nWhat each installed plugin adds on its own (median per run, alone in an agent, same scenario):\n")
+        lines.append("| plugin | median per run | added to no plugins |\n|---|---|---|")
+        alone = await _each_plugin_alone(everything, scale)
+        base = medians["bandoneon, no plugins"]
+        lines += [f"| {name} | {us(value)} | {us(value - base)} |" for name, value in sorted(alone.items(), key=lambda item: item[1])]
+        lines.append("")
     lines.append(f"- target ≤ 100 µs with default plugins: {_verdict(default, 100e-6)}; target ratio to the bare loop < 30×: {_verdict(default / floor, 30)}")
     return "\n".join(lines) + "\n", defaults
 
@@ -241,7 +261,7 @@ def concurrency(scale: Scale) -> str:
 _ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _wall(code: str, runs: int = 9) -> float:
+def _wall(code: str, runs: int = 21) -> float:
     subprocess.run([sys.executable, "-c", code], check=True, env=_ENV)  # warm: byte-code written
     times = []
     for _ in range(runs):

@@ -13,12 +13,19 @@ import warnings
 from typing import Any, ClassVar
 
 import attrs
-
 import bandoneon
 
 from ._shrink import Shrunk, is_note, shrink_history
 from ._summary import SUMMARY_PREFIX, SUMMARY_PROMPT, summarise
-from ._tokens import TokenCount, estimate_tokens, fixed_tokens, message_tokens, resolve_counter
+from ._tokens import (
+    TokenCount,
+    estimate_tokens,
+    fixed_tokens,
+    message_tokens,
+    resolve_counter,
+    system_tokens,
+    tool_tokens,
+)
 
 __all__ = [
     "SUMMARY_PREFIX",
@@ -34,6 +41,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("bandoneon_compaction")
+
+
+_SIZES = "compaction.sizes"  # run.state key: each message's size, counted once per run
 
 
 class WindowUnknownWarning(UserWarning):
@@ -90,6 +100,8 @@ class Compaction(bandoneon.Plugin):
             return None
         limit = int(budget * self.threshold)
         count = self._counter
+        if self._fits(run, request, limit):
+            return None
 
         def keeps_result(tool_name: str | None) -> bool:
             found = run.tools.get(tool_name) if tool_name else None
@@ -123,6 +135,21 @@ class Compaction(bandoneon.Plugin):
                     after += size
                     removed.append(f"summarised the {len(shrunk.dropped)} dropped message(s) in {size:,} tokens")
         return bandoneon.Compacted(messages=tuple(messages), tokens_before=shrunk.tokens_before, tokens_after=after, removed=tuple(removed))
+
+    def _fits(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int) -> bool:
+        """The common case, cheaply: sizes are remembered per message for the run, so a request
+        that fits costs only the new messages' count, not the whole history's again."""
+        sizes: dict[int, tuple[Any, int]] = run.state.setdefault(_SIZES, {})
+        known = sizes.get(id(request.tools))
+        if known is None or known[0] is not request.tools:  # the tool schemas rarely change in a run
+            known = sizes[id(request.tools)] = (request.tools, tool_tokens(request.tools, self._counter))
+        total = known[1] + system_tokens(request.system_prompt, self._counter)
+        for message in request.messages:
+            known = sizes.get(id(message))
+            if known is None or known[0] is not message:  # the message is kept, so its id is not reused
+                known = sizes[id(message)] = (message, message_tokens(message, self._counter))
+            total += known[1]
+        return total <= limit
 
     def _clip(self, summary: bandoneon.Message) -> bandoneon.Message:
         """A model that ignores ``max_tokens`` must not blow the budget the summary was given."""

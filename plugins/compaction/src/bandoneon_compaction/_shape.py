@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import attrs
-
 import bandoneon
 
 __all__ = ["Shape", "analyse"]

@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import attrs
-
 import bandoneon
 
 from ._shape import analyse

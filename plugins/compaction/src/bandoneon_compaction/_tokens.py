@@ -8,7 +8,7 @@ as any ``count_tokens(text) -> int`` callable, or as a ``"module:function"`` imp
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import bandoneon
@@ -54,8 +54,16 @@ def message_tokens(message: bandoneon.Message, count: TokenCount) -> int:
 
 def fixed_tokens(request: bandoneon.ModelRequest, count: TokenCount) -> int:
     """What every request carries besides the history: the system prompt and the tool schemas."""
-    tokens = count(request.system_prompt) + MESSAGE_OVERHEAD if request.system_prompt else 0
-    for spec in request.tools:
+    return system_tokens(request.system_prompt, count) + tool_tokens(request.tools, count)
+
+
+def system_tokens(system_prompt: str, count: TokenCount) -> int:
+    return count(system_prompt) + MESSAGE_OVERHEAD if system_prompt else 0
+
+
+def tool_tokens(tools: Iterable[bandoneon.ToolSpec], count: TokenCount) -> int:
+    tokens = 0
+    for spec in tools:
         schema = json.dumps(spec.parameters, separators=(",", ":"), sort_keys=True, default=str)
         tokens += count(spec.name) + count(spec.description) + count(schema) + MESSAGE_OVERHEAD
     return tokens
