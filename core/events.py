@@ -1,7 +1,8 @@
 """Typed events: the loop tells what happened; listeners watch, they cannot change anything.
 
 Every event class registers its ``name`` when it is defined, so ``agent.on(name, fn)``
-can reject a misspelled name at once. Plugins define their own events by subclassing
+can reject a misspelled name at once. Events compare by identity (``eq=False``): they are
+records of moments, and skipping the generated comparison keeps ``import bandoneon`` fast. Plugins define their own events by subclassing
 ``Event`` (for example ``steering`` or ``heartbeat_tick``).
 """
 
@@ -34,7 +35,7 @@ __all__ = [
 _REGISTRY: dict[str, type[Event]] = {}
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class Event:
     """Base class of every event. ``run_id`` tells which run it belongs to."""
 
@@ -52,20 +53,20 @@ def event_names() -> frozenset[str]:
     return frozenset(_REGISTRY)
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class RunStart(Event):
     name: ClassVar[str] = "run_start"
     prompt: str
     parent_run_id: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class TurnStart(Event):
     name: ClassVar[str] = "turn_start"
     turn: int
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class ProviderRequest(Event):
     name: ClassVar[str] = "provider_request"
     turn: int
@@ -73,7 +74,7 @@ class ProviderRequest(Event):
     attempt: int = 1
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class ProviderRetry(Event):
     name: ClassVar[str] = "provider_retry"
     turn: int
@@ -83,13 +84,13 @@ class ProviderRetry(Event):
     error: str
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class TextDelta(Event):
     name: ClassVar[str] = "text_delta"
     text: str
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class ToolCallDelta(Event):
     """A piece of a tool call while it streams in; ``index`` tells which call of the message."""
 
@@ -99,7 +100,7 @@ class ToolCallDelta(Event):
     arguments_delta: str
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class AssistantMessage(Event):
     name: ClassVar[str] = "assistant_message"
     turn: int
@@ -108,7 +109,7 @@ class AssistantMessage(Event):
     model: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class ToolStart(Event):
     """A tool call was authorised and is about to run (refused calls never get one)."""
 
@@ -117,14 +118,14 @@ class ToolStart(Event):
     arguments: Any
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class ToolRefused(Event):
     name: ClassVar[str] = "tool_refused"
     call: ToolCall
     reason: str
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class ToolEnd(Event):
     """A tool call finished; ``output`` is what the model will read (after every hook)."""
 
@@ -135,7 +136,7 @@ class ToolEnd(Event):
     duration: float
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class CompactionDone(Event):
     name: ClassVar[str] = "compaction"
     tokens_before: int
@@ -143,14 +144,14 @@ class CompactionDone(Event):
     removed: tuple[str, ...]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class TurnEnd(Event):
     name: ClassVar[str] = "turn_end"
     turn: int
     usage: Usage
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class RunEnd(Event):
     """The run is over. ``reason`` is ``RunResult.stop``; ``error`` is set when it raised."""
 
