@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -20,6 +20,9 @@ from .messages import Message, ToolSpec, Usage
 from .plugins import Hooks, PluginsArgument, activate
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .tools import Tool, tool
+
+if TYPE_CHECKING:  # asyncio is imported when a run starts: `import bandoneon` (a CLI, a config check) does not pay for it
+    import asyncio
 
 __all__ = ["Agent", "RunResult"]
 
@@ -310,7 +313,7 @@ class Agent:
             for listener in self._listeners.get(key, ()):
                 try:
                     outcome = listener(event)
-                    if asyncio.iscoroutine(outcome):
+                    if inspect.iscoroutine(outcome):
                         await outcome
                 except Exception:
                     log.exception("event listener %r failed on %s (listeners are isolated)", listener, event.name)
@@ -344,6 +347,8 @@ class Agent:
         Raises ``RunInProgress`` if this agent is already running; ``ProviderError`` and
         ``PluginError`` for what nobody can fix (the history is left valid).
         """
+        import asyncio
+
         from .loop import run_loop
 
         if self._running:
@@ -397,6 +402,8 @@ class Agent:
 
         Breaking out of the iteration cancels the run.
         """
+        import asyncio
+
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self.on("*", queue.put_nowait)
         task = asyncio.create_task(self.run(prompt, deps=deps))
@@ -422,6 +429,8 @@ _thread_state = threading.local()
 
 
 def _sync_loop() -> asyncio.AbstractEventLoop:
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -7,7 +7,6 @@ function runs; every problem comes back to the model as one short sentence.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -99,7 +98,12 @@ class Tool:
         if self._is_async:
             value = await self.function(**kwargs)
         else:
-            value = await asyncio.to_thread(self.function, **kwargs) if in_thread else self.function(**kwargs)
+            if in_thread:
+                import asyncio  # already loaded by the running loop; kept out of `import bandoneon`
+
+                value = await asyncio.to_thread(self.function, **kwargs)
+            else:
+                value = self.function(**kwargs)
             if inspect.isawaitable(value):
                 value = await value
         return to_text(value)

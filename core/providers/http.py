@@ -5,7 +5,6 @@ way, and the retry plugin works for all of them unchanged.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -14,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AuthError, BadRequest, BadResponse, NetworkError, ProviderError, RateLimited, ServerError
 
 if TYPE_CHECKING:
+    import asyncio
+
     import httpx
 
 __all__ = ["HttpClient", "classify_status", "iter_sse", "parse_retry_after", "read_json"]
@@ -34,6 +35,8 @@ class HttpClient:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def client(self) -> httpx.AsyncClient:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             import httpx
