@@ -7,7 +7,7 @@ promises a date. ``custom-cake-order`` declares ``allowed-tools: check_calendar`
 it is loaded the model cannot wander off to other tools.
 
 The skills come from the example skill pack's folder, so this script runs from a checkout.
-With the pack installed (``pip install plugins/skillpack-example``) drop ``folders=`` and
+With the pack installed (``pip install examples/skillpack-bakery``) drop ``folders=`` and
 ``packs=[]``: the installed pack brings the same skills.
 
 Run with a model: ``BANDONEON_MODEL=ollama:llama3.1 python examples/level_08_skills.py``.
@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import bandoneon
 from bandoneon_skills import Skills
 
-BAKERY_SKILLS = Path(__file__).resolve().parent.parent / "plugins/skillpack-example/src/bandoneon_skillpack_bakery/skills"
+BAKERY_SKILLS = Path(__file__).resolve().parent.parent / "examples/skillpack-bakery/src/bandoneon_skillpack_bakery/skills"
 
 PROMPT = "I need a cake for 20 people this Saturday. Chocolate, and one guest can't have nuts."
 
