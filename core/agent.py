@@ -16,8 +16,9 @@ from .config import Config, load_config
 from .context import RunContext
 from .errors import ConfigError, NoAnswer, RunInProgress
 from .events import Event, event_names
+from .hooks import Hooks
 from .messages import Message, ToolSpec, Usage
-from .plugins import Hooks, PluginsArgument, activate
+from .plugins import PluginsArgument, activate
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .tools import Tool, tool
 

@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--strict", action="store_true", help="treat warnings as errors")
     check.set_defaults(handler=_tools_check)
 
-    from .plugins import registration_hooks
+    from .hooks import registration_hooks
 
     registration_hooks().register_commands(subparsers=commands)
     return parser

@@ -1,6 +1,6 @@
 """Every hook a plugin may implement. Only hookspecs live here.
 
-How the core calls them (``bandoneon.plugins.Hooks``):
+How the core calls them (``bandoneon.hooks.Hooks``):
 
 - Implementations may be plain functions or ``async def``; the core awaits what needs awaiting.
 - *First answer* hooks take the first non-None answer in call order and do not call the

@@ -90,7 +90,11 @@ def _converter() -> cattrs.Converter:
 
 def _explain(exc: BaseException, data: Any, cls: Any, path: str = "") -> list[str]:
     """Turn a cattrs error tree into one sentence per problem, naming the field."""
-    from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+    from cattrs.errors import (
+        ClassValidationError,
+        ForbiddenExtraKeysError,
+        IterableValidationError,
+    )
 
     if isinstance(exc, ForbiddenExtraKeysError):
         allowed = ", ".join(f.name for f in attrs.fields(exc.cl)) or "none"

@@ -8,6 +8,7 @@ import bandoneon
 import pytest
 from bandoneon import Compacted, Retry, Stop, hookimpl
 from bandoneon.cli import build_parser
+from bandoneon.hooks import Hooks
 from bandoneon.testing import Fault, FunctionModel, Reply, ScriptedModel, call
 
 
@@ -197,7 +198,7 @@ def test_register_providers_makes_a_model_string_resolve():
         def register_providers(register):
             register("echo", lambda rest, **options: ScriptedModel(f"echo {rest}", model=rest))
 
-    hooks = bandoneon.plugins.Hooks([Echo])
+    hooks = Hooks([Echo])
     hooks.register_providers(register=bandoneon.register_provider)
     assert bandoneon.Agent("echo:hello", plugins=[], context_files=False).run_sync("hi").text == "echo hello"
 
@@ -212,7 +213,7 @@ def test_register_commands_adds_a_cli_subcommand():
 
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers()
-    bandoneon.plugins.Hooks([Greet]).register_commands(subparsers=commands)
+    Hooks([Greet]).register_commands(subparsers=commands)
     args = parser.parse_args(["greet"])
     assert args.handler(args) == 7
     assert build_parser().prog == "bandoneon"

@@ -3,32 +3,22 @@ prints {"median_s": ...} for the 2-turn fake-model run, awaited in a running eve
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import scenarios  # noqa: E402
+from _protocol import ANSWER, OBSERVATION, PROMPT, main, median_of_async  # noqa: E402
 
 
-async def main(iterations: int) -> float:
+async def measure(args) -> float:
+    # the run is scenarios.py's; it must be the same 2-turn scenario the peers run
+    assert (scenarios.PROMPT, scenarios.ANSWER) == (PROMPT, ANSWER), (scenarios.PROMPT, scenarios.ANSWER)
+    assert scenarios.get_forecast("Paris") == OBSERVATION, scenarios.get_forecast("Paris")
     agent = scenarios.bandoneon_agent(None)
-    for _ in range(100):
-        await scenarios.bandoneon_run(agent)
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        await scenarios.bandoneon_run(agent)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    return await median_of_async(lambda: scenarios.bandoneon_run(agent), args.iterations)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iterations", type=int, default=1000)
-    print(json.dumps({"median_s": asyncio.run(main(parser.parse_args().iterations))}))
+    main("bandoneon", measure)

@@ -22,23 +22,8 @@ _USER_PATH = tempfile.mkdtemp(prefix="llm-bench-")
 atexit.register(shutil.rmtree, _USER_PATH, ignore_errors=True)
 os.environ["LLM_USER_PATH"] = _USER_PATH  # no user config, keys or logs read
 
-import argparse
-import asyncio
-import json
-import statistics
-import sys
-import time
-
 import llm
-
-PROMPT = "Will it rain in Paris tomorrow?"
-ANSWER = "Yes: 80% chance of rain."
-OBSERVATION = "Paris: rain 80%"
-
-
-def get_forecast(city: str) -> str:
-    """Daily forecast for one city."""
-    return f"{city}: rain 80%"
+from _protocol import ANSWER, OBSERVATION, PROMPT, get_forecast, main, median_of, median_of_async
 
 
 def _turn(prompt: llm.Prompt, response) -> str | None:
@@ -80,15 +65,6 @@ class BenchPlugin:
         register(TwoTurnModel(), AsyncTwoTurnModel())
 
 
-def _samples(run, iterations: int) -> list[float]:
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - started)
-    return samples
-
-
 def main_sync(iterations: int) -> float:
     model = llm.get_model("bench-two-turn")
     assert isinstance(model, TwoTurnModel), model
@@ -99,9 +75,7 @@ def main_sync(iterations: int) -> float:
         assert text == ANSWER, text
         assert len(chain._responses) == 2, chain._responses  # tool call, then the answer
 
-    for _ in range(100):
-        run()
-    return statistics.median(_samples(run, iterations))
+    return median_of(run, iterations)
 
 
 async def main_async(iterations: int) -> float:
@@ -114,25 +88,13 @@ async def main_async(iterations: int) -> float:
         assert text == ANSWER, text
         assert len(chain._responses) == 2, chain._responses
 
-    for _ in range(100):
-        await run()
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        await run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    return await median_of_async(run, iterations)
+
+
+def measure(args):
+    llm.plugins.pm.register(BenchPlugin(), name="llm_bench_two_turn")
+    return main_sync(args.iterations) if args.mode == "sync" else main_async(args.iterations)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iterations", type=int, default=1000)
-    parser.add_argument("--mode", choices=("sync", "async"), default="sync")
-    args = parser.parse_args()
-    try:
-        llm.plugins.pm.register(BenchPlugin(), name="llm_bench_two_turn")
-        median = main_sync(args.iterations) if args.mode == "sync" else asyncio.run(main_async(args.iterations))
-    except Exception as error:  # one line on stderr, non-zero exit: the suite reports it as a failure
-        print(f"llm: {type(error).__name__}: {error}".replace("\n", " ")[:300], file=sys.stderr)
-        sys.exit(1)
-    print(json.dumps({"median_s": median}))
+    main("llm", measure, {"--mode": {"choices": ("sync", "async"), "default": "sync"}})

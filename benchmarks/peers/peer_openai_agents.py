@@ -17,12 +17,6 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 os.environ.setdefault("OPENAI_API_KEY", "sk-fake-never-used")
 
-import argparse
-import asyncio
-import json
-import statistics
-import sys
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,16 +26,11 @@ from agents.models.interface import Model
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
 
-PROMPT = "Will it rain in Paris tomorrow?"
-ANSWER = "Yes: 80% chance of rain."
+from _protocol import ANSWER, OBSERVATION, PROMPT, get_forecast, main, median_of_async
 
 set_tracing_disabled(True)
 
-
-@function_tool
-def get_forecast(city: str) -> str:
-    """Daily forecast for one city."""
-    return f"{city}: rain 80%"
+FORECAST_TOOL = function_tool(get_forecast)
 
 
 _TOOL_CALL = function_call("get_forecast", {"city": "Paris"}, call_id="call_1")
@@ -69,12 +58,12 @@ def _build(fake: str) -> tuple[Agent, Any]:
         def before_run() -> None:
             model.extend([[function_call("get_forecast", {"city": "Paris"}, call_id="call_1")], [assistant_message(ANSWER)]])
 
-        return Agent(name="bench", instructions=None, model=model, tools=[get_forecast]), before_run
-    return Agent(name="bench", instructions=None, model=TwoTurnModel(), tools=[get_forecast]), lambda: None
+        return Agent(name="bench", instructions=None, model=model, tools=[FORECAST_TOOL]), before_run
+    return Agent(name="bench", instructions=None, model=TwoTurnModel(), tools=[FORECAST_TOOL]), lambda: None
 
 
-async def main(iterations: int, fake: str) -> float:
-    agent, before_run = _build(fake)
+async def measure(args) -> float:
+    agent, before_run = _build(args.fake)
 
     async def run() -> None:
         before_run()
@@ -85,25 +74,9 @@ async def main(iterations: int, fake: str) -> float:
     before_run()
     result = await Runner.run(agent, PROMPT)
     outputs = [item.output for item in result.new_items if item.type == "tool_call_output_item"]
-    assert outputs == ["Paris: rain 80%"], result.new_items
-    for _ in range(100):
-        await run()
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        await run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    assert outputs == [OBSERVATION], result.new_items
+    return await median_of_async(run, args.iterations)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iterations", type=int, default=1000)
-    parser.add_argument("--fake", choices=("model", "scripted"), default="model")
-    args = parser.parse_args()
-    try:
-        median = asyncio.run(main(args.iterations, args.fake))
-    except Exception as error:  # one line on stderr, non-zero exit: the suite reports it as a failure
-        print(f"openai_agents: {type(error).__name__}: {error}".replace("\n", " ")[:300], file=sys.stderr)
-        sys.exit(1)
-    print(json.dumps({"median_s": median}))
+    main("openai_agents", measure, {"--fake": {"choices": ("model", "scripted"), "default": "model"}})

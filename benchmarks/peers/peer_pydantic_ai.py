@@ -8,24 +8,11 @@ import os
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 
-import argparse
-import asyncio
-import json
-import statistics
-import sys
-import time
-
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-PROMPT = "Will it rain in Paris tomorrow?"
-ANSWER = "Yes: 80% chance of rain."
-
-
-def get_forecast(city: str) -> str:
-    """Daily forecast for one city."""
-    return f"{city}: rain 80%"
+from _protocol import ANSWER, OBSERVATION, PROMPT, get_forecast, main, median_of_async
 
 
 def two_turn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -36,7 +23,7 @@ def two_turn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart("get_forecast", {"city": "Paris"}, tool_call_id="call_1")])
 
 
-async def main(iterations: int) -> float:
+async def measure(args) -> float:
     agent = Agent(FunctionModel(two_turn), tools=[get_forecast])
 
     async def run() -> None:
@@ -46,23 +33,9 @@ async def main(iterations: int) -> float:
     # the tool really ran and its return went back to the model
     result = await agent.run(PROMPT)
     returns = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
-    assert [r.content for r in returns] == ["Paris: rain 80%"], returns
-    for _ in range(100):
-        await run()
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        await run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    assert [r.content for r in returns] == [OBSERVATION], returns
+    return await median_of_async(run, args.iterations)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iterations", type=int, default=1000)
-    try:
-        median = asyncio.run(main(parser.parse_args().iterations))
-    except Exception as error:  # one line on stderr, non-zero exit: the suite reports it as a failure
-        print(f"pydantic_ai: {type(error).__name__}: {error}".replace("\n", " ")[:300], file=sys.stderr)
-        sys.exit(1)
-    print(json.dumps({"median_s": median}))
+    main("pydantic_ai", measure)

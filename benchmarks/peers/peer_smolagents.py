@@ -15,19 +15,12 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-import argparse
-import json
-import statistics
-import sys
-import time
-
 from smolagents import ToolCallingAgent, tool
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
 from smolagents.monitoring import LogLevel, TokenUsage
 
-PROMPT = "Will it rain in Paris tomorrow?"
-ANSWER = "Yes: 80% chance of rain."
-OBSERVATION = "Paris: rain 80%"
+import _protocol
+from _protocol import ANSWER, OBSERVATION, PROMPT, main, median_of
 
 
 @tool
@@ -37,7 +30,7 @@ def get_forecast(city: str) -> str:
     Args:
         city: The city to forecast.
     """
-    return f"{city}: rain 80%"
+    return _protocol.get_forecast(city)
 
 
 def _call(name: str, arguments: dict, call_id: str) -> ChatMessage:
@@ -61,7 +54,7 @@ class TwoTurnModel(Model):
         return _call("get_forecast", {"city": "Paris"}, "call_1")
 
 
-def main(iterations: int) -> float:
+def measure(args) -> float:
     agent = ToolCallingAgent(tools=[get_forecast], model=TwoTurnModel(model_id="bench"), verbosity_level=LogLevel.OFF, max_steps=4)
 
     def run() -> None:
@@ -71,22 +64,8 @@ def main(iterations: int) -> float:
     run()
     steps = [step for step in agent.memory.steps if getattr(step, "observations", None)]
     assert [step.observations for step in steps][:1] == [OBSERVATION], agent.memory.steps  # the tool really ran
-    for _ in range(100):
-        run()
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    return median_of(run, args.iterations)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iterations", type=int, default=1000)
-    try:
-        median = main(parser.parse_args().iterations)
-    except Exception as error:  # one line on stderr, non-zero exit: the suite reports it as a failure
-        print(f"smolagents: {type(error).__name__}: {error}".replace("\n", " ")[:300], file=sys.stderr)
-        sys.exit(1)
-    print(json.dumps({"median_s": median}))
+    main("smolagents", measure)

@@ -14,20 +14,13 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("STRANDS_OTEL_ENABLE_CONSOLE_EXPORT", "false")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
-import argparse
-import asyncio
-import json
-import statistics
-import sys
-import time
 from typing import Any
 
 from strands import Agent, tool
 from strands.models import Model
 
-PROMPT = "Will it rain in Paris tomorrow?"
-ANSWER = "Yes: 80% chance of rain."
-OBSERVATION = "Paris: rain 80%"
+import _protocol
+from _protocol import ANSWER, OBSERVATION, PROMPT, main, median_of_async
 
 
 @tool
@@ -37,7 +30,7 @@ def get_forecast(city: str) -> str:
     Args:
         city: The city to forecast.
     """
-    return f"{city}: rain 80%"
+    return _protocol.get_forecast(city)
 
 
 def _metadata(input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -93,7 +86,7 @@ class TwoTurnModel(Model):
             yield event
 
 
-async def main(iterations: int) -> float:
+async def measure(args) -> float:
     agent = Agent(model=TwoTurnModel(), tools=[get_forecast], callback_handler=None)
 
     async def run() -> None:
@@ -104,22 +97,8 @@ async def main(iterations: int) -> float:
 
     await run()
     assert len(agent.messages) == 4, agent.messages  # user, toolUse, toolResult, answer: the tool really ran
-    for _ in range(100):
-        await run()
-    samples = []
-    for _ in range(iterations):
-        started = time.perf_counter()
-        await run()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+    return await median_of_async(run, args.iterations)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iterations", type=int, default=1000)
-    try:
-        median = asyncio.run(main(parser.parse_args().iterations))
-    except Exception as error:  # one line on stderr, non-zero exit: the suite reports it as a failure
-        print(f"strands: {type(error).__name__}: {error}".replace("\n", " ")[:300], file=sys.stderr)
-        sys.exit(1)
-    print(json.dumps({"median_s": median}))
+    main("strands", measure)

@@ -85,6 +85,6 @@ def _load_plugin_providers() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from ..plugins import registration_hooks
+    from ..hooks import registration_hooks
 
     registration_hooks().register_providers(register=register_provider)

@@ -10,7 +10,15 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthError, BadRequest, BadResponse, NetworkError, ProviderError, RateLimited, ServerError
+from ..errors import (
+    AuthError,
+    BadRequest,
+    BadResponse,
+    NetworkError,
+    ProviderError,
+    RateLimited,
+    ServerError,
+)
 
 if TYPE_CHECKING:
     import asyncio

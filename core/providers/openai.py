@@ -19,11 +19,25 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import ConfigError, NetworkError, ProviderError, ServerError, StreamInterrupted
+from ..errors import (
+    ConfigError,
+    NetworkError,
+    ProviderError,
+    ServerError,
+    StreamInterrupted,
+)
 from ..messages import ModelReply, ModelRequest
 from .base import DeltaCallback, register_provider
 from .http import HttpClient, classify_status, iter_sse, read_json
-from .openai_wire import PLAIN, ChunkAssembler, WireOptions, parse_completion, wire_messages, wire_tool_choice, wire_tools
+from .openai_wire import (
+    PLAIN,
+    ChunkAssembler,
+    WireOptions,
+    parse_completion,
+    wire_messages,
+    wire_tool_choice,
+    wire_tools,
+)
 
 __all__ = ["OpenAICompatible"]
 
