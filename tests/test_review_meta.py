@@ -181,8 +181,10 @@ async def test_the_loop_benchmark_drives_bandoneon_and_the_bare_loop_through_the
     agent.on("turn_end", turns.append)
     await scenarios.bandoneon_run(agent)
     assert len(turns) == 2 and [m.role for m in agent.messages] == ["user", "assistant", "tool", "assistant"]
-    medians = await timing.compare_async(
+    comparison = await timing.compare_async(
         {"bare": scenarios.bare_loop, "bandoneon": lambda: scenarios.bandoneon_run(agent)}, iterations=3, rounds=2, warmup=1
     )
+    medians = comparison.medians()
     assert set(medians) == {"bare", "bandoneon"} and all(value > 0 for value in medians.values())
+    assert comparison.ratio("bandoneon", "bare") > 0
 
