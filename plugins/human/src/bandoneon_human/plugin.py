@@ -129,12 +129,9 @@ class Human(bandoneon.Plugin):
         state = self._state(run)
         if call.id in state["cancelled"]:
             return bandoneon.Refuse(f"Cancelled before it ran: the person interrupted (their correction is in another result of this turn); {call.name} did not run.")
-        decided = state["answered"].get(call.id, _NOT_ANSWERED)
-        if decided is not _NOT_ANSWERED:
-            return decided
-        correction = self._take_corrections()
-        if correction is not None:
-            return await self._steered(run, call, correction)
+        settled = await self._settled(run, call)
+        if settled is not _NOT_ANSWERED:
+            return settled
         if self.needs_approval(tool):
             return await self.request_approval(run, call, tool, arguments, reason=f"{tool.name} is marked as needing a person's approval")
         return None
@@ -166,6 +163,17 @@ class Human(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- approve
 
+    async def _settled(self, run: RunContext, call: bandoneon.ToolCall) -> Any:
+        """What this run already decided for the call, or a waiting correction's refusal;
+        ``_NOT_ANSWERED`` when the call is still open."""
+        decided = self._state(run)["answered"].get(call.id, _NOT_ANSWERED)
+        if decided is not _NOT_ANSWERED:
+            return decided
+        correction = self._take_corrections()
+        if correction is not None:
+            return await self._steered(run, call, correction)
+        return _NOT_ANSWERED
+
     async def request_approval(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], *, reason: str) -> bandoneon.Refuse | None:
         """Ask a person about this exact call; None if they said yes, else a ``Refuse``.
 
@@ -173,12 +181,9 @@ class Human(bandoneon.Plugin):
         here. One call is asked about once per run, whoever asks.
         """
         state = self._state(run)
-        decided = state["answered"].get(call.id, _NOT_ANSWERED)
-        if decided is not _NOT_ANSWERED:
-            return decided
-        correction = self._take_corrections()
-        if correction is not None:
-            return await self._steered(run, call, correction)
+        settled = await self._settled(run, call)
+        if settled is not _NOT_ANSWERED:
+            return settled
         plain = bandoneon.unstructure(dict(arguments))
         shown = f"{tool.name}({json.dumps(plain, ensure_ascii=False, default=str)})"
         request = ApprovalRequest(uuid.uuid4().hex[:12], run.run_id, tool.name, plain, shown, reason)
