@@ -16,3 +16,13 @@ def bare_agent():
         return bandoneon.Agent(model, **kwargs)
 
     return make
+
+
+@pytest.fixture
+def only_the_core(monkeypatch):
+    """No installed plugin (defaults, policy packs) takes part: for tests about the core alone."""
+    monkeypatch.setenv("BANDONEON_PLUGINS", "")
+    bandoneon.refresh_plugins()
+    yield
+    monkeypatch.undo()
+    bandoneon.refresh_plugins()

@@ -12,14 +12,7 @@ from bandoneon import Message, hookimpl, tool
 from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
 
 
-@pytest.fixture(autouse=True)
-def only_the_core(monkeypatch):
-    """No installed plugin (defaults, policy packs) takes part: these tests are about the core."""
-    monkeypatch.setenv("BANDONEON_PLUGINS", "")
-    bandoneon.refresh_plugins()
-    yield
-    monkeypatch.undo()
-    bandoneon.refresh_plugins()
+pytestmark = pytest.mark.usefixtures("only_the_core")
 
 
 def make_agent(model, **kwargs) -> bandoneon.Agent:
