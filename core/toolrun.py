@@ -1,0 +1,148 @@
+"""Running the tools the model asked for: authorise the calls in order, run the authorised
+ones together, answer every call in call order. Failures the model can fix become error
+results; refusals are results too, never exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .decisions import Refuse, Respond
+from .errors import ToolError
+from .events import ToolEnd, ToolRefused, ToolStart
+from .messages import ToolCall, ToolResult
+from .tools import ArgumentsError, Tool
+
+if TYPE_CHECKING:
+    from .context import RunContext
+
+__all__ = ["cut_off", "run_tools"]
+
+log = logging.getLogger("bandoneon.loop")
+
+
+def cut_off(call: ToolCall) -> ToolResult:
+    return ToolResult(
+        call,
+        f"Your call to {call.name} was cut off: the reply hit the output length limit before the "
+        "arguments were complete, so it did not run. Call it again with shorter arguments.",
+        is_error=True,
+    )
+
+
+async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolResult, ...]:
+    """Authorise the calls in order, run the authorised ones concurrently, answer in call order."""
+    hooks = run.agent.hooks
+    results: list[ToolResult | None] = [None] * len(calls)
+    to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]] = []
+    for index, call in enumerate(calls):
+        tool = run.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(run.tools)) or "none"
+            results[index] = await _after(run, ToolResult(call, f"There is no tool named {call.name!r}. Available tools: {available}.", is_error=True), None)
+            continue
+        try:
+            arguments = tool.validate(call.arguments)
+        except ArgumentsError as exc:
+            results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
+            continue
+        decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements("before_tool_execution") else None
+        if decision is None and tool.needs_approval and not run.agent._approvals_handled:
+            decision = Refuse(
+                f"{tool.name} needs a person's approval and no approval channel is active in this agent, "
+                "so it did not run. Do it another way or tell the user."
+            )
+        if decision is None:
+            to_run.append((index, call, tool, arguments))
+            continue
+        if isinstance(decision, Refuse):
+            result = ToolResult(call, decision.reason, is_error=True, arguments=arguments, was_refused=True)
+            if run.wants_events:
+                await run.emit(ToolRefused(run.run_id, call, decision.reason))
+        elif isinstance(decision, Respond):
+            result = ToolResult(call, decision.content, is_error=decision.is_error, arguments=arguments)
+        else:
+            raise TypeError(f"before_tool_execution must return None, Refuse or Respond, got {decision!r}")
+        results[index] = await _after(run, result, tool)
+    pending: dict[str, ToolResult] = {}
+    run.state["_pending_results"] = pending
+    if len(to_run) == 1:
+        index, call, tool, arguments = to_run[0]
+        results[index] = await _run_one(run, call, tool, arguments, pending, in_thread=False)
+    elif to_run:
+        for (index, *_), outcome in zip(to_run, await _run_together(run, to_run, pending), strict=True):
+            results[index] = outcome
+    for result in results:
+        assert result is not None
+        run.append(result.to_message())
+    run.state.pop("_pending_results", None)
+    return tuple(results)  # type: ignore[arg-type]
+
+
+async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]], pending: dict[str, ToolResult]) -> list[ToolResult]:
+    """Run several calls at once (sync tools on worker threads, so they overlap too). If one
+    fails the run (a hook raised), the others are cancelled before the error goes up."""
+    limit = run.agent.max_tool_concurrency
+    semaphore = asyncio.Semaphore(limit) if limit else None
+
+    async def bounded(call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
+        if semaphore is None:
+            return await _run_one(run, call, tool, arguments, pending, in_thread=True)
+        async with semaphore:
+            return await _run_one(run, call, tool, arguments, pending, in_thread=True)
+
+    tasks = [asyncio.ensure_future(bounded(call, tool, arguments)) for _, call, tool, arguments in to_run]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _run_one(
+    run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], pending: dict[str, ToolResult], *, in_thread: bool
+) -> ToolResult:
+    """One authorised call: run it (on a worker thread if it is sync and ``in_thread`` or a
+    timeout applies), turn failures into error results, pass the result through the hooks."""
+    if run.wants_events:
+        await run.emit(ToolStart(run.run_id, call, arguments))
+    timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
+    started = time.perf_counter()
+    is_error = False
+    deadline = None
+    try:
+        if timeout is None:
+            content = await tool.invoke(arguments, run, in_thread=in_thread)
+        else:
+            async with asyncio.timeout(timeout) as deadline:
+                content = await tool.invoke(arguments, run, in_thread=True)
+    except ToolError as exc:
+        content, is_error = str(exc), True
+    except Exception as exc:
+        is_error = True
+        if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
+            content = f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request."
+        else:
+            log.warning("tool %s raised", tool.name, exc_info=True)
+            content = f"{tool.name} failed: {exc}" if str(exc) else f"{tool.name} failed ({type(exc).__name__})."
+    result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
+    result = await _after(run, result, tool)
+    pending[call.id] = result
+    if run.wants_events:
+        await run.emit(ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))
+    return result
+
+
+async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> ToolResult:
+    hooks = run.agent.hooks
+    if not hooks.implements("after_tool_execution"):
+        return result
+    content = await hooks.after_tool_execution(run, result.call, tool, result)
+    return result if content == result.content else attrs.evolve(result, content=content)
