@@ -4,7 +4,7 @@ Everything a user or a plugin author needs is importable from here; the submodul
 private. See the README for the tour and ``bandoneon.hookspecs`` for every hook.
 """
 
-from .agent import Agent, RunResult
+from .agent import Agent
 from .config import Config, load_config
 from .context import RunContext
 from .decisions import Compacted, Refuse, Respond, Retry, Stop
@@ -76,6 +76,7 @@ from .providers import (
     register_provider,
     resolve_model,
 )
+from .result import RunResult
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 

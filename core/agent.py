@@ -14,51 +14,23 @@ import attrs
 
 from .config import Config, load_config
 from .context import RunContext
-from .errors import ConfigError, NoAnswer, RunInProgress
+from .errors import ConfigError, RunInProgress
 from .events import Event, event_names
 from .hooks import Hooks
 from .messages import Message, ToolSpec, Usage
 from .plugins import PluginsArgument, activate
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
+from .result import RunResult
 from .tools import Tool, tool
 
 if TYPE_CHECKING:  # asyncio is imported when a run starts: `import bandoneon` (a CLI, a config check) does not pay for it
     import asyncio
 
-__all__ = ["Agent", "RunResult"]
+__all__ = ["Agent"]
 
 log = logging.getLogger("bandoneon.agent")
 
 DEFAULT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
-
-
-@attrs.frozen
-class RunResult:
-    """How a run ended, so no caller mistakes the clock for an answer.
-
-    ``stop`` is the exit (``end_turn``, ``terminal_tool``, ``max_turns``, ``error_streak``,
-    ``budget``, ``timeout``, ``cancelled``, ``error``...). ``ok`` is true only for exits that
-    carry an answer. ``text`` is the final text (None on a limit unless a wrap-up wrote one);
-    ``answer`` is the validated input of a terminal tool. ``messages`` are this run's new
-    messages: the work done before a limit is always kept.
-    """
-
-    stop: str
-    text: str | None
-    turns: int
-    usage: Usage
-    messages: tuple[Message, ...]
-    run_id: str
-    answer: Any = None
-    ok: bool = False
-    detail: str = ""
-    error: BaseException | None = attrs.field(default=None, repr=False)
-
-    def unwrap(self) -> Any:
-        """The answer (a terminal tool's input, else the text); ``NoAnswer`` if there is none."""
-        if not self.ok:
-            raise NoAnswer(self.stop, self.detail)
-        return self.answer if self.answer is not None else self.text
 
 
 class Agent:

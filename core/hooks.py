@@ -21,11 +21,12 @@ from .errors import BandoneonError, ConfigError, PluginError
 from .plugins import PROJECT, installed_plugins, plugin_name
 
 if TYPE_CHECKING:
-    from .agent import Agent, RunResult
+    from .agent import Agent
     from .context import RunContext
     from .decisions import Compacted, Refuse, Respond, Retry, Stop
     from .events import Event
     from .messages import Message, ModelRequest, ToolCall, ToolResult, Turn
+    from .result import RunResult
     from .tools import Tool
 
 __all__ = ["Hooks", "registration_hooks"]

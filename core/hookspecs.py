@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .agent import Agent, RunResult
+    from .agent import Agent
     from .context import RunContext
     from .decisions import Compacted, Refuse, Respond, Retry, Stop
     from .events import Event
     from .messages import Message, ModelRequest, ToolCall, ToolResult, Turn
+    from .result import RunResult
     from .tools import Tool
 
 hookspec = pluggy.HookspecMarker("bandoneon")

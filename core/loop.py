@@ -28,10 +28,10 @@ from .events import (
     TurnStart,
 )
 from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
+from .result import RunResult
 from .toolrun import cut_off, run_tools
 
 if TYPE_CHECKING:
-    from .agent import RunResult
     from .context import RunContext
 
 __all__ = ["call_model", "run_loop"]
@@ -45,8 +45,6 @@ WRAP_UP_GRACE = 10.0
 
 async def run_loop(run: RunContext) -> RunResult:
     """Run turns until an exit; return how the run ended. Raises only what nobody can fix."""
-    from .agent import RunResult
-
     agent = run.agent
     hooks = agent.hooks
     first_new = len(run.transcript)
