@@ -105,18 +105,24 @@ def shrink_history(
         notes[index], sizes[index] = note, size
         return saved
 
-    # (1) Old tool results, oldest first: the heaviest part, and the tool can run again.
-    cut_names: Counter[str] = Counter()
-    saved_total = 0
-    for index in range(shape.keep_from):
-        if total <= limit:
-            break
-        if items[index].role == "tool" and shortenable(index):
-            saved = shorten(index, _TRUNCATED, "Call {name} again if you need the details.")
+    def shorten_until_fits(indices: list[int], prefix: str, advice: str) -> tuple[Counter[str], int]:
+        """Shorten the results at ``indices`` in that order until the request fits."""
+        nonlocal total
+        cut_names: Counter[str] = Counter()
+        saved_total = 0
+        for index in indices:
+            if total <= limit:
+                break
+            saved = shorten(index, prefix, advice)
             if saved:
                 total -= saved
                 saved_total += saved
                 cut_names[items[index].name or "?"] += 1
+        return cut_names, saved_total
+
+    # (1) Old tool results, oldest first: the heaviest part, and the tool can run again.
+    old = [i for i in range(shape.keep_from) if shortenable(i)]
+    cut_names, saved_total = shorten_until_fits(old, _TRUNCATED, "Call {name} again if you need the details.")
     if cut_names:
         removed.append(f"truncated {cut_names.total()} old tool result(s) ({_names(cut_names)}), {saved_total:,} tokens saved")
 
@@ -148,19 +154,11 @@ def shrink_history(
     # Cut its re-runnable results, and say so: first those that could never fit even alone
     # (one result bigger than the window), then the others oldest first, as everywhere.
     if total > limit:
-        cut_names = Counter()
-        saved_total = 0
         candidates = [i for i in range(shape.keep_from, len(items)) if shortenable(i)]
         hopeless = limit - fixed_tokens
         tail = [i for i in candidates if sizes[i] > hopeless] + [i for i in candidates if sizes[i] <= hopeless]
-        for index in tail:
-            if total <= limit:
-                break
-            saved = shorten(index, _CUT, "It was more than the model can read at once: ask {name} for less if you need the details.")
-            if saved:
-                total -= saved
-                saved_total += saved
-                cut_names[items[index].name or "?"] += 1
+        advice = "It was more than the model can read at once: ask {name} for less if you need the details."
+        cut_names, saved_total = shorten_until_fits(tail, _CUT, advice)
         if cut_names:
             removed.append(f"cut {cut_names.total()} recent tool result(s) too big for the window ({_names(cut_names)}), {saved_total:,} tokens saved")
 
