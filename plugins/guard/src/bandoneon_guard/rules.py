@@ -205,17 +205,22 @@ class Redaction:
 # ---------------------------------------------------------------- from TOML tables
 
 
-def rule_from_mapping(data: Any, *, source: str, index: int) -> Rule:
-    """A rule from a ``[[rule]]`` table; ``ConfigError`` naming the file and the rule."""
+def _checked_table(data: Any, kind: str, keys: frozenset[str], *, source: str, index: int) -> tuple[Any, str]:
+    """The table's ``name`` and the label errors use for it; ``ConfigError`` if it is not a
+    table or has a key a ``kind`` may not have."""
     if not isinstance(data, Mapping):
-        raise bandoneon.ConfigError(f"{source}: rule #{index}: must be a table, got {data!r}")
+        raise bandoneon.ConfigError(f"{source}: {kind} #{index}: must be a table, got {data!r}")
     name = data.get("name")
     label = name if isinstance(name, str) and name else f"#{index}"
-    unknown = sorted(set(data) - _RULE_KEYS)
+    unknown = sorted(set(data) - keys)
     if unknown:
-        raise bandoneon.ConfigError(
-            f"{source}: rule {label!r}: unknown key {unknown[0]!r}; a rule may have {', '.join(sorted(_RULE_KEYS))}"
-        )
+        raise bandoneon.ConfigError(f"{source}: {kind} {label!r}: unknown key {unknown[0]!r}; a {kind} may have {', '.join(sorted(keys))}")
+    return name, label
+
+
+def rule_from_mapping(data: Any, *, source: str, index: int) -> Rule:
+    """A rule from a ``[[rule]]`` table; ``ConfigError`` naming the file and the rule."""
+    name, label = _checked_table(data, "rule", _RULE_KEYS, source=source, index=index)
     for key in ("name", "tool", "argument", "message", "matches", "action"):
         if key in data and not isinstance(data[key], str):
             raise bandoneon.ConfigError(f"{source}: rule {label!r}: {key!r} must be a string, got {data[key]!r}")
@@ -229,15 +234,7 @@ def rule_from_mapping(data: Any, *, source: str, index: int) -> Rule:
 
 def redaction_from_mapping(data: Any, *, source: str, index: int) -> Redaction:
     """A redaction from a ``[[redact]]`` table; ``ConfigError`` naming the file and the redaction."""
-    if not isinstance(data, Mapping):
-        raise bandoneon.ConfigError(f"{source}: redaction #{index}: must be a table, got {data!r}")
-    name = data.get("name")
-    label = name if isinstance(name, str) and name else f"#{index}"
-    unknown = sorted(set(data) - _REDACTION_KEYS)
-    if unknown:
-        raise bandoneon.ConfigError(
-            f"{source}: redaction {label!r}: unknown key {unknown[0]!r}; a redaction may have {', '.join(sorted(_REDACTION_KEYS))}"
-        )
+    name, label = _checked_table(data, "redaction", _REDACTION_KEYS, source=source, index=index)
     if "tools" in data and not (isinstance(data["tools"], list) and all(isinstance(t, str) for t in data["tools"])):
         raise bandoneon.ConfigError(f"{source}: redaction {label!r}: 'tools' must be a list of tool names or globs")
     if not isinstance(name, str) or not name:
