@@ -48,7 +48,8 @@ def test_an_unanswered_approval_pauses_the_run_and_records_the_call(tmp_path):
     assert AuditLog(tmp_path / "a.jsonl").records()[0]["outcome"] == "paused"
 
 
-RESUME = textwrap.dedent(
+# What both resuming processes start with: the claw machine's irreversible tool.
+RESUMING_PROCESS = textwrap.dedent(
     """
     import json, sys
     import bandoneon
@@ -62,6 +63,11 @@ RESUME = textwrap.dedent(
         "Drop the claw over a prize."
         dropped.append(prize)
         return f"you got the {prize}"
+    """
+)
+
+RESUME = RESUMING_PROCESS + textwrap.dedent(
+    """
 
     # "deny": if this process had to ask, the answer would be no. Only the recorded answer can say yes.
     human = Human(channel="deny", pause_file=sys.argv[1], ask_tool=None)
@@ -89,21 +95,9 @@ def test_another_process_resumes_with_the_recorded_answer(tmp_path, capsys):
     assert not pause_file.exists() and (tmp_path / "pending.json.done").exists()  # used once
 
 
-RESUME_WITH_SESSION = textwrap.dedent(
+RESUME_WITH_SESSION = RESUMING_PROCESS + textwrap.dedent(
     """
-    import json, sys
-    import bandoneon
-    from bandoneon.testing import ScriptedModel, call
-    from bandoneon_human import Human
     from bandoneon_sessions import Sessions
-
-    dropped = []
-
-    @bandoneon.tool(needs_approval=True)
-    def drop_claw(prize: str) -> str:
-        "Drop the claw over a prize."
-        dropped.append(prize)
-        return f"you got the {prize}"
 
     folder, pause_file = sys.argv[1:3]
     human = Human(channel="deny", pause_file=pause_file, ask_tool=None)
