@@ -180,7 +180,8 @@ class Agent:
             self._window_known = True
         return self._learned_window
 
-    def _system_prompt_for_run(self, run: RunContext) -> str:
+    def _system_prompt(self) -> str:
+        """The prompt, the appended part and the context files as they are now (read per run)."""
         parts = [self.system_prompt] if self.system_prompt else []
         if self.append_system_prompt:
             parts.append(self.append_system_prompt)
@@ -310,6 +311,7 @@ class Agent:
             parent=parent,
             wants_events=bool(listeners) or self.hooks.implements("on_event"),
             wants_deltas=bool(listeners.get("text_delta") or listeners.get("tool_call_delta") or listeners.get("*")),
+            system_prompt=self._system_prompt(),
         )
         run._emit = lambda event: self._emit(run, event)
         return run

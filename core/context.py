@@ -29,7 +29,9 @@ class RunContext:
     ``messages`` is the working history the model will be sent (compaction may shorten it);
     ``agent.transcript`` keeps everything. ``state`` is scratch space for plugins, one key
     each, living as long as the run. ``deps`` is whatever the caller passed to ``run``.
-    ``last_request`` is the loop's last request to the model (system prompt included); side
+    ``system_prompt`` is this run's base prompt (the agent's, plus the context files read when
+    the run started); plugins' sections are added to it per request. ``last_request`` is the
+    loop's last request to the model (system prompt included); side
     calls plugins make with ``call_model`` (a summary, a wrap-up) do not replace it.
     """
 
@@ -42,6 +44,7 @@ class RunContext:
     tools: dict[str, Tool]
     deps: Any = None
     parent: RunContext | None = None
+    system_prompt: str = ""
     last_request: ModelRequest | None = None
     wants_events: bool = False
     wants_deltas: bool = False

@@ -198,7 +198,7 @@ async def _turns(run: RunContext) -> Stop:
 async def _build_request(run: RunContext) -> ModelRequest:
     agent = run.agent
     hooks = agent.hooks
-    system_prompt = agent._system_prompt_for_run(run)
+    system_prompt = run.system_prompt
     if hooks.implements("system_prompt_sections"):
         sections = await hooks.system_prompt_sections(run)
         if sections:
