@@ -18,7 +18,7 @@ from .errors import ConfigError, RunInProgress
 from .events import Event, event_names
 from .hooks import Hooks
 from .messages import Message, ToolSpec, Usage
-from .plugins import PluginsArgument, activate
+from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .result import RunResult
 from .tools import Tool, tool
@@ -110,12 +110,9 @@ class Agent:
                     "for the embedded default model"
                 ) from None
             raise
-        if plugins is None and self.config.plugins:
-            plugins = {**{n: {} for n in _default_names()}, **self.config.plugins}
-            source = self.config.source
-        else:
-            source = "arguments"
-        self.hooks = Hooks(activate(plugins, source=source))
+        if plugins is None:
+            plugins = configured_plugins(self.config.plugins, source=self.config.source)
+        self.hooks = Hooks(activate(plugins))
         self._approvals_handled = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
         self.tools: dict[str, Tool] = {}
         self._tool_specs: tuple[ToolSpec, ...] = ()
@@ -417,9 +414,3 @@ def _sync_loop() -> asyncio.AbstractEventLoop:
         loop = asyncio.new_event_loop()
         _thread_state.loop = loop
     return loop
-
-
-def _default_names() -> list[str]:
-    from .plugins import default_plugin_classes, plugin_name
-
-    return [plugin_name(cls) for cls in default_plugin_classes()]

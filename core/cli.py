@@ -144,7 +144,11 @@ def _chat(args: argparse.Namespace) -> int:
         except ImportError:
             print("bandoneon: --session needs the bandoneon-sessions plugin: pip install bandoneon-sessions", file=sys.stderr)
             return 1
-        plugins = [*_configured_plugins(args.config), open_session_plugin(args.session, args.session_path)]
+        from .config import load_config
+        from .plugins import configured_plugins
+
+        config = load_config(args.config)
+        plugins = [*configured_plugins(config.plugins, source=config.source), open_session_plugin(args.session, args.session_path)]
     agent = _make_agent(args, plugins=plugins)
     print("bandoneon chat. Empty line or Ctrl-D to leave.", file=sys.stderr)
     try:
@@ -160,17 +164,6 @@ def _chat(args: argparse.Namespace) -> int:
     finally:
         agent.close()
     return 0
-
-
-def _configured_plugins(config_path: str | None) -> list[object]:
-    """The plugins an agent would get without ``plugins=``: the defaults and bandoneon.toml's."""
-    from .config import load_config
-    from .plugins import build_plugin, default_plugin_classes, load_plugin, plugin_name
-
-    config = load_config(config_path)
-    chosen: dict[str, Any] = {plugin_name(cls): {} for cls in default_plugin_classes()}
-    chosen.update(config.plugins or {})
-    return [build_plugin(load_plugin(name), options, source=config.source) for name, options in chosen.items()]
 
 
 def _plugins(args: argparse.Namespace) -> int:

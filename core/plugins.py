@@ -198,10 +198,21 @@ def build_plugin(cls: type, options: Mapping[str, Any] | None = None, *, source:
 PluginsArgument = Sequence[object | str] | Mapping[str, Mapping[str, Any] | None] | None
 
 
+def configured_plugins(configured: Mapping[str, Mapping[str, Any]] | None = None, *, source: str = "bandoneon.toml") -> list[object]:
+    """What an agent built without ``plugins=`` gets: the recommended defaults, plus the
+    options and additions of ``[plugins.*]`` in the configuration (``configured``)."""
+    chosen: dict[str, Mapping[str, Any]] = {plugin_name(cls): {} for cls in default_plugin_classes()}
+    chosen.update(configured or {})
+    return [
+        build_plugin(load_plugin(name), options, source=source if name in (configured or {}) else "default plugins")
+        for name, options in chosen.items()
+    ]
+
+
 def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[object]:
     """The plugin instances for one agent: what it asked for (or the defaults), then policy packs."""
     if plugins is None:
-        chosen = [build_plugin(cls, source="default plugins") for cls in default_plugin_classes()]
+        chosen = configured_plugins()
     elif isinstance(plugins, Mapping):
         chosen = [build_plugin(load_plugin(name), options, source=source) for name, options in plugins.items()]
     else:
