@@ -115,9 +115,9 @@ class SpanBuilder:
         # forwarded as is to its parent's run would otherwise land in the parent's spans.
         if run is None or event.run_id != run.run_id:
             return
-        method = getattr(self, "_on_" + event.name, None)
+        method = _HANDLERS.get(event.name)
         if method is not None:
-            method(run, event)
+            method(self, run, event)
 
     def _on_run_start(self, run: bandoneon.RunContext, event: bandoneon.RunStart) -> None:
         parent_state: RunTrace | None = run.parent.state.get(STATE_KEY) if run.parent is not None else None
@@ -252,7 +252,7 @@ class SpanBuilder:
             _current_tool.set(None)
         output = self._content(event.output)
         if output is not None:
-            span.attributes["bandoneon.tool.output"] = state.redactor.text(output)
+            span.attributes["bandoneon.tool.output"] = output if state.redactor.is_noop else state.redactor.text(output)
         self._close(state, span, (event.output[:500] or "the tool failed") if event.is_error else None)
 
     def tool_answered_without_running(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
@@ -308,9 +308,18 @@ class SpanBuilder:
             self._export(list(state.buffer.spans))
 
 
+# The event handlers by event name, looked up once per event instead of built by getattr.
+_HANDLERS: dict[str, Callable[[SpanBuilder, bandoneon.RunContext, Any], None]] = {
+    name.removeprefix("_on_"): method for name, method in vars(SpanBuilder).items() if name.startswith("_on_")
+}
+
+
 def _clean(state: RunTrace, attributes: dict[str, Any]) -> dict[str, Any]:
     """Drop unset attributes and redact the rest with the run's rules."""
-    return {key: state.redactor.value(value) for key, value in attributes.items() if value is not None}
+    redactor = state.redactor
+    if redactor.is_noop:
+        return {key: value for key, value in attributes.items() if value is not None}
+    return {key: redactor.value(value) for key, value in attributes.items() if value is not None}
 
 
 def _state(run: bandoneon.RunContext) -> RunTrace | None:

@@ -32,6 +32,11 @@ class Redactor:
                 raise bandoneon.ConfigError(f"tracing: redact pattern {pattern!r} is not a valid regex: {exc}") from None
         self.guard = guard
 
+    @property
+    def is_noop(self) -> bool:
+        """True when no rule applies: spans then skip the redaction walk altogether."""
+        return self.guard is None and not self.rules
+
     def with_guard(self, guard: Callable[[str], str] | None) -> Redactor:
         """The same rules, plus ``guard`` (None: the same rules only)."""
         if guard is None:
