@@ -42,6 +42,7 @@ from .events import (
     event_names,
 )
 from .files import import_object, write_atomically
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .messages import (
     Message,
     ModelReply,
@@ -93,6 +94,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "CAPABILITIES",
+    "DEFAULT_JSON_LIMITS",
     "ChunkAssembler",
     "PROJECT",
     "Agent",
@@ -109,6 +111,8 @@ __all__ = [
     "Event",
     "HttpClient",
     "InstalledPlugin",
+    "JsonLimitError",
+    "JsonLimits",
     "Message",
     "ModelReply",
     "ModelRequest",
@@ -161,6 +165,7 @@ __all__ = [
     "iter_sse",
     "load_config",
     "load_plugin",
+    "loads_bounded",
     "openai_wire",
     "parse_retry_after",
     "plugin_name",

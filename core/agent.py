@@ -17,6 +17,7 @@ from .context import RunContext
 from .errors import ConfigError, RunInProgress
 from .events import Event, event_names
 from .hooks import Hooks
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .messages import Message, ToolSpec, Usage
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
@@ -45,6 +46,8 @@ class Agent:
     a list of instances or names, or ``{"name": {options}}``. Installed policy packs are
     always active. ``context_files`` (default: AGENTS.md and CLAUDE.md of ``cwd``) are
     re-read on every run and appended to the system prompt; ``False`` turns them off.
+    ``json_limits`` bounds the depth and size of the model's tool arguments (default 100
+    levels, 64 MiB; see ``JsonLimits``).
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class Agent:
         cwd: str | os.PathLike[str] | None = None,
         config: Config | str | os.PathLike[str] | None = None,
         name: str = "agent",
+        json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
     ):
         self._init_arguments = dict(locals())
         del self._init_arguments["self"]
@@ -85,6 +89,7 @@ class Agent:
         self.tool_timeout = tool_timeout if tool_timeout is not None else self.config.tool_timeout
         self.turn_timeout = turn_timeout
         self.max_tool_concurrency = max_tool_concurrency
+        self.json_limits = json_limits
         self.tool_choice = tool_choice
         self.settings = dict(settings or {})
         self.system_prompt = system_prompt if system_prompt is not None else (self.config.system_prompt or "")

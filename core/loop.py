@@ -29,7 +29,7 @@ from .events import (
 )
 from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
 from .result import RunResult
-from .toolrun import cut_off, run_tools
+from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -73,6 +73,9 @@ async def run_loop(run: RunContext) -> RunResult:
                 raise
             task.uncancel()
             stop = Stop("cancelled", "agent.cancel() was called")
+    except ToolAborted as exc:
+        error = exc.original
+        raise error from None
     except BaseException as exc:
         error = exc
         raise
@@ -170,6 +173,8 @@ async def _turns(run: RunContext) -> Stop:
             await run.emit(TurnStart(run.run_id, run.turn))
         request = run.last_request = await _build_request(run)
         reply = await call_model(run, request)
+        if len(reply.message.tool_calls) > 1:
+            reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
         message = reply.message
         run.append(message)
         if run.wants_events:
@@ -290,14 +295,17 @@ class _DeltaForwarder:
 def _answer_every_call(run: RunContext, reason: str) -> None:
     """Keep the history valid after any exit: give every unanswered tool call a result."""
     pending: dict[str, ToolResult] = run.state.pop("_pending_results", {})
-    for message in reversed(run.messages):
+    for index in range(len(run.messages) - 1, -1, -1):
+        message = run.messages[index]
         if message.role == "assistant":
             break
     else:
         return
     if not message.tool_calls:
         return
-    answered = {m.tool_call_id for m in run.messages if m.role == "tool"}
+    # Only the results after this message count: servers that number calls per message
+    # (call_0, call_1...) reuse ids across turns.
+    answered = {m.tool_call_id for m in run.messages[index + 1 :] if m.role == "tool"}
     for call in message.tool_calls:
         if call.id in answered:
             continue

@@ -15,15 +15,48 @@ import attrs
 from .decisions import Refuse, Respond
 from .errors import ToolError
 from .events import ToolEnd, ToolRefused, ToolStart
-from .messages import ToolCall, ToolResult
+from .messages import Message, ToolCall, ToolResult
 from .tools import ArgumentsError, Tool
 
 if TYPE_CHECKING:
     from .context import RunContext
 
-__all__ = ["cut_off", "run_tools"]
+__all__ = ["ToolAborted", "cut_off", "run_tools", "unique_call_ids"]
 
 log = logging.getLogger("bandoneon.loop")
+
+
+class ToolAborted(Exception):
+    """A tool raised a ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``...).
+
+    Carried as an ordinary exception so it cannot escape the event loop half-way (asyncio
+    re-raises those two out of ``run_until_complete`` and leaves the run's tasks pending);
+    the loop cancels the sibling calls, answers every call, ends the run, then raises
+    ``original``.
+    """
+
+    def __init__(self, original: BaseException):
+        super().__init__(f"a tool raised {type(original).__name__}")
+        self.original = original
+
+
+def unique_call_ids(message: Message) -> Message:
+    """The message with every tool-call id unique: a second call under an id already used in
+    the message gets ``<id>_2`` (``_3``...), so each result answers exactly one call."""
+    calls = message.tool_calls
+    if len(calls) < 2 or len({c.id for c in calls}) == len(calls):
+        return message
+    seen: set[str] = set()
+    renamed = []
+    for call in calls:
+        if call.id in seen:
+            number = 2
+            while f"{call.id}_{number}" in seen or any(c.id == f"{call.id}_{number}" for c in calls):
+                number += 1
+            call = attrs.evolve(call, id=f"{call.id}_{number}")
+        seen.add(call.id)
+        renamed.append(call)
+    return attrs.evolve(message, tool_calls=tuple(renamed))
 
 
 def cut_off(call: ToolCall) -> ToolResult:
@@ -47,7 +80,7 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
             results[index] = await _after(run, ToolResult(call, f"There is no tool named {call.name!r}. Available tools: {available}.", is_error=True), None)
             continue
         try:
-            arguments = tool.validate(call.arguments)
+            arguments = tool.validate(call.arguments, run.agent.json_limits)
         except ArgumentsError as exc:
             results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
@@ -114,6 +147,8 @@ async def _run_one(
     if run.wants_events:
         await run.emit(ToolStart(run.run_id, call, arguments))
     timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
+    # Under a run deadline a sync tool runs on a worker thread too, so the deadline can cut it.
+    in_thread = in_thread or timeout is not None or run.agent.run_timeout is not None
     started = time.perf_counter()
     is_error = False
     deadline = None
@@ -132,6 +167,10 @@ async def _run_one(
         else:
             log.warning("tool %s raised", tool.name, exc_info=True)
             content = f"{tool.name} failed: {exc}" if str(exc) else f"{tool.name} failed ({type(exc).__name__})."
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        raise ToolAborted(exc) from None
     result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
     result = await _after(run, result, tool)
     pending[call.id] = result

@@ -17,6 +17,7 @@ from typing import Any, TypeVar, overload
 import attrs
 
 from .context import RunContext
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .messages import ToolSpec
 from .schema import is_optional, object_schema, parse_docstring, unwrap_annotated
 from .structuring import StructureError, describe_value, structure, unstructure
@@ -63,10 +64,13 @@ class Tool:
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
 
-    def validate(self, raw_arguments: str) -> dict[str, Any]:
-        """Decode and structure the model's arguments; raise ``ArgumentsError`` with a sentence for the model."""
+    def validate(self, raw_arguments: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> dict[str, Any]:
+        """Decode (within ``limits``) and structure the model's arguments; raise
+        ``ArgumentsError`` with a sentence for the model."""
         try:
-            data = json.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
+            data = loads_bounded(raw_arguments, limits) if raw_arguments and raw_arguments.strip() else {}
+        except JsonLimitError as exc:
+            raise ArgumentsError(f"The arguments for {self.name} were refused: {exc}. Send a smaller, flatter JSON object.") from None
         except json.JSONDecodeError as exc:
             raise ArgumentsError(
                 f"The arguments for {self.name} are not valid JSON ({exc.msg} at character {exc.pos}). "
@@ -90,7 +94,8 @@ class Tool:
 
         A sync function runs on the event loop's thread (the fast path), or on a worker
         thread when ``in_thread`` (the loop does that when a timeout applies, so the wait
-        can be cut; the thread itself cannot be killed and finishes in the background).
+        can be cut). Python cannot kill a thread: one that outlives its timeout finishes in
+        the background, on a daemon thread, so it never keeps the process alive.
         """
         kwargs = dict(arguments)
         if self._context_parameter:
@@ -99,14 +104,45 @@ class Tool:
             value = await self.function(**kwargs)
         else:
             if in_thread:
-                import asyncio  # already loaded by the running loop; kept out of `import bandoneon`
-
-                value = await asyncio.to_thread(self.function, **kwargs)
+                value = await _in_daemon_thread(self.function, kwargs)
             else:
                 value = self.function(**kwargs)
             if inspect.isawaitable(value):
                 value = await value
         return to_text(value)
+
+
+async def _in_daemon_thread(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """``asyncio.to_thread`` on a daemon thread of its own: the executor's threads are joined
+    when the interpreter exits, so a tool that hangs past its timeout would hold the process."""
+    import asyncio  # already loaded by the running loop; kept out of `import bandoneon`
+    import contextvars
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting (timeout, cancel)
+            return
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+    def work() -> None:
+        try:
+            value, error = context.run(function, **kwargs), None
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is closed: nobody waits for this result any more
+            pass
+
+    threading.Thread(target=work, name=f"bandoneon-tool-{getattr(function, '__name__', 'tool')}", daemon=True).start()
+    return await future
 
 
 def to_text(value: Any) -> str:

@@ -5,7 +5,6 @@ way, and the retry plugin works for all of them unchanged.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from ..errors import (
     RateLimited,
     ServerError,
 )
+from ..jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 
 if TYPE_CHECKING:
     import asyncio
@@ -34,8 +34,11 @@ class HttpClient:
     httpx is imported on first use, so ``import bandoneon`` stays fast.
     """
 
-    def __init__(self, *, base_url: str, headers: dict[str, str], timeout: float, provider: str):
+    def __init__(
+        self, *, base_url: str, headers: dict[str, str], timeout: float, provider: str, json_limits: JsonLimits = DEFAULT_JSON_LIMITS
+    ):
         self.base_url = base_url.rstrip("/")
+        self.json_limits = json_limits
         self.headers = headers
         self.timeout = timeout
         self.provider = provider
@@ -79,8 +82,8 @@ class HttpClient:
         except httpx.TransportError as exc:
             raise NetworkError(f"{self.provider}: cannot reach {self.url(path)}: {str(exc) or type(exc).__name__}", provider=self.provider) from None
         if response.status_code >= 400:
-            raise classify_status(response.status_code, response.headers, response.text, self.provider)
-        return read_json(response.content, self.provider)
+            raise classify_status(response.status_code, response.headers, response.text, self.provider, self.json_limits)
+        return read_json(response.content, self.provider, self.json_limits)
 
     async def get_json(self, path: str) -> Any | None:
         """GET a JSON document; None on any failure (used for optional metadata)."""
@@ -90,22 +93,25 @@ class HttpClient:
             response = await self.client().get(self.url(path))
             if response.status_code != 200:
                 return None
-            return response.json()
+            return loads_bounded(response.content, self.json_limits)
         except (httpx.HTTPError, ValueError):
             return None
 
 
-def read_json(content: bytes, provider: str) -> Any:
+def read_json(content: bytes, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> Any:
+    """A reply body as JSON within ``limits``; ``BadResponse`` when it is not JSON or crosses them."""
     try:
-        return json.loads(content)
+        return loads_bounded(content, limits)
+    except JsonLimitError as exc:
+        raise BadResponse(f"{provider}: the server's reply was refused: {exc}", provider=provider) from None
     except ValueError:
         preview = content[:80].decode("utf-8", "replace")
         raise BadResponse(f"{provider}: the server's reply is not JSON: {preview!r}", provider=provider) from None
 
 
-def classify_status(status: int, headers: Any, text: str, provider: str) -> ProviderError:
+def classify_status(status: int, headers: Any, text: str, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> ProviderError:
     """The typed error for an HTTP error status, with the server's own message when it sent one."""
-    detail = _error_message(text)
+    detail = _error_message(text, limits)
     message = f"{provider}: HTTP {status}" + (f": {detail}" if detail else "")
     retry_after = parse_retry_after(headers.get("retry-after"))
     if status == 429:
@@ -119,9 +125,9 @@ def classify_status(status: int, headers: Any, text: str, provider: str) -> Prov
     return BadRequest(message, status=status, provider=provider)
 
 
-def _error_message(text: str) -> str:
+def _error_message(text: str, limits: JsonLimits) -> str:
     try:
-        data = json.loads(text)
+        data = loads_bounded(text, limits)
     except ValueError:
         return text.strip()[:200]
     error = data.get("error", data) if isinstance(data, dict) else data

@@ -20,12 +20,14 @@ import os
 from typing import Any
 
 from ..errors import (
+    BadResponse,
     ConfigError,
     NetworkError,
     ProviderError,
     ServerError,
     StreamInterrupted,
 )
+from ..jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ..messages import ModelReply, ModelRequest
 from .base import DeltaCallback, register_provider
 from .http import HttpClient, classify_status, iter_sse, read_json
@@ -46,6 +48,7 @@ class OpenAICompatible:
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``wire`` adapts the request to a server family's chat template (see ``WireOptions``).
+    ``json_limits`` bounds the depth and size of the server's reply bodies (see ``JsonLimits``).
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class OpenAICompatible:
         headers: dict[str, str] | None = None,
         name: str = "openai-compatible",
         wire: WireOptions = PLAIN,
+        json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
     ):
         self.name = name
         self.model = model
@@ -68,7 +72,7 @@ class OpenAICompatible:
         all_headers = {"content-type": "application/json", **(headers or {})}
         if key:
             all_headers["authorization"] = f"Bearer {key}"
-        self._http = HttpClient(base_url=self.base_url, headers=all_headers, timeout=timeout, provider=name)
+        self._http = HttpClient(base_url=self.base_url, headers=all_headers, timeout=timeout, provider=name, json_limits=json_limits)
         self._context_window = context_window
         self._window_asked = context_window is not None
 
@@ -114,14 +118,18 @@ class OpenAICompatible:
         try:
             async with self._http.client().stream("POST", self._http.url("/chat/completions"), json=body) as response:
                 if response.status_code >= 400:
-                    raise classify_status(response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name)
+                    raise classify_status(
+                        response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name, self._http.json_limits
+                    )
                 async for _, data in iter_sse(response):
                     if data.strip() == "[DONE]":
                         break
-                    chunk = read_json(data.encode(), self.name)
+                    chunk = read_json(data.encode(), self.name, self._http.json_limits)
+                    if not isinstance(chunk, dict):
+                        raise BadResponse(f"{self.name}: a stream chunk is not a JSON object: {data[:80]!r}", provider=self.name)
                     if "error" in chunk:
                         raise _stream_error(chunk["error"], self.name, assembler)
-                    await assembler.feed(chunk)
+                    await assembler.feed(chunk, self.name)
         except httpx.TransportError as exc:
             detail = str(exc) or type(exc).__name__
             if assembler.delivered:

@@ -97,29 +97,72 @@ def finish_reason(value: str | None) -> str:
     return value or "stop"
 
 
-def parse_usage(raw: dict[str, Any]) -> Usage:
+def parse_usage(raw: Any, provider: str = "the server") -> Usage:
+    """The ``usage`` object; ``BadResponse`` when a count is not a whole number."""
+    if not isinstance(raw, dict):
+        raise BadResponse(f"{provider}: the reply's usage is {_kind(raw)}, not an object", provider=provider)
     details = raw.get("prompt_tokens_details") or {}
+    if not isinstance(details, dict):
+        details = {}
     return Usage(
-        input_tokens=raw.get("prompt_tokens") or 0,
-        output_tokens=raw.get("completion_tokens") or 0,
-        cached_input_tokens=details.get("cached_tokens") or 0,
+        input_tokens=_count(raw.get("prompt_tokens"), "prompt_tokens", provider),
+        output_tokens=_count(raw.get("completion_tokens"), "completion_tokens", provider),
+        cached_input_tokens=_count(details.get("cached_tokens"), "cached_tokens", provider),
         requests=1,
     )
 
 
+def _count(value: Any, field: str, provider: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise BadResponse(f"{provider}: the reply's usage.{field} is {_kind(value)}, not a token count", provider=provider)
+
+
+def _kind(value: Any) -> str:
+    """A short description of a wrong value, for an error message (never the whole value)."""
+    if value is None:
+        return "null"
+    return f"{type(value).__name__} {json.dumps(value, default=str)[:60]}"
+
+
 def parse_completion(data: Any, provider: str, model: str | None = None) -> ModelReply:
-    """A ``chat.completion`` document as a ``ModelReply``; ``BadResponse`` when it is not one."""
+    """A ``chat.completion`` document as a ``ModelReply``; ``BadResponse`` when it is not one
+    (every field the loop relies on is checked, so a malformed reply never escapes as a raw
+    ``TypeError`` from deeper down)."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices:
         raise BadResponse(f"{provider}: the reply has no choices: {json.dumps(data, default=str)[:200]}", provider=provider)
+    if not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise BadResponse(f"{provider}: the reply's choices are not a list of objects: {json.dumps(choices, default=str)[:200]}", provider=provider)
     choice = choices[0]
     raw = choice.get("message") or {}
+    if not isinstance(raw, dict):
+        raise BadResponse(f"{provider}: the reply's message is {_kind(raw)}, not an object", provider=provider)
+    content = raw.get("content") or ""
+    if not isinstance(content, str):
+        raise BadResponse(f"{provider}: the reply's content is {_kind(content)}, not text", provider=provider)
+    raw_calls = raw.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise BadResponse(f"{provider}: the reply's tool_calls are {_kind(raw_calls)}, not a list", provider=provider)
     tool_calls = []
-    for index, call in enumerate(raw.get("tool_calls") or ()):
-        function = call.get("function") or {}
+    for index, call in enumerate(raw_calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name") or "", str) or not isinstance(call.get("id") or "", str):
+            raise BadResponse(f"{provider}: tool call {index} of the reply is malformed: {json.dumps(call, default=str)[:200]}", provider=provider)
         tool_calls.append(ToolCall(call.get("id") or f"call_{index}", function.get("name") or "", _arguments_text(function.get("arguments"))))
-    message = Message.assistant(raw.get("content") or "", tool_calls)
-    return ModelReply(message, finish_reason(choice.get("finish_reason")), parse_usage(data.get("usage") or {}), data.get("model") or model)
+    message = Message.assistant(content, tool_calls)
+    reason = choice.get("finish_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise BadResponse(f"{provider}: the reply's finish_reason is {_kind(reason)}, not text", provider=provider)
+    reply_model = data.get("model")
+    return ModelReply(
+        message,
+        finish_reason(reason),
+        parse_usage(data.get("usage") or {}, provider),
+        reply_model if isinstance(reply_model, str) and reply_model else model,
+    )
 
 
 def _arguments_text(arguments: Any) -> str:
@@ -146,20 +189,30 @@ class ChunkAssembler:
     def delivered(self) -> bool:
         return self.pieces > 0
 
-    async def feed(self, chunk: dict[str, Any]) -> None:
-        self.model = chunk.get("model") or self.model
+    async def feed(self, chunk: dict[str, Any], provider: str = "the server") -> None:
+        """Take one chunk; ``BadResponse`` when it is not shaped like one."""
+        model = chunk.get("model")
+        self.model = model if isinstance(model, str) and model else self.model
         if chunk.get("usage"):
-            self.usage = parse_usage(chunk["usage"])
-        for choice in chunk.get("choices") or ():
+            self.usage = parse_usage(chunk["usage"], provider)
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list) or not all(isinstance(c, dict) and isinstance(c.get("delta") or {}, dict) for c in choices):
+            raise BadResponse(f"{provider}: a stream chunk's choices are malformed: {json.dumps(choices, default=str)[:200]}", provider=provider)
+        for choice in choices:
             delta = choice.get("delta") or {}
+            if not isinstance(delta.get("content") or "", str) or not isinstance(delta.get("tool_calls") or [], list):
+                raise BadResponse(f"{provider}: a stream chunk's delta is malformed: {json.dumps(delta, default=str)[:200]}", provider=provider)
             if delta.get("content"):
                 self.text.append(delta["content"])
                 self.pieces += 1
                 if self.on_delta is not None:
                     await self.on_delta("text", delta["content"])
             for piece in delta.get("tool_calls") or ():
-                index = piece.get("index", len(self.calls))
-                function = piece.get("function") or {}
+                function = piece.get("function") if isinstance(piece, dict) else None
+                index = piece.get("index", len(self.calls)) if isinstance(piece, dict) else None
+                if not isinstance(function or {}, dict) or not isinstance(index, int) or not isinstance((function or {}).get("arguments") or "", str):
+                    raise BadResponse(f"{provider}: a streamed tool call is malformed: {json.dumps(piece, default=str)[:200]}", provider=provider)
+                function = function or {}
                 slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
                 slot["id"] = slot["id"] or piece.get("id") or ""
                 slot["name"] = slot["name"] or function.get("name") or ""

@@ -1,0 +1,76 @@
+"""JSON from outside (a model's tool arguments, a server's reply, a line of a saved file),
+parsed with a depth and a size limit.
+
+Python's decoder recurses: a document nested ten thousand levels deep raises
+``RecursionError`` (or, a little less deep, parses and then breaks whatever walks it next).
+``loads_bounded`` turns both into ``JsonLimitError``, a ``ValueError`` that says which limit
+was crossed, so every caller's ``except ValueError`` already handles it.
+
+The check is cheap on purpose: a document with no more brackets than the depth limit cannot
+be too deep, so the depth is measured only when the bracket count says it might be.
+
+Defaults (``DEFAULT_JSON_LIMITS``): 100 levels deep, 64 MiB. ``Agent(json_limits=...)`` sets the
+limits for tool arguments, ``OpenAICompatible(json_limits=...)`` for reply bodies.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+__all__ = ["DEFAULT_JSON_LIMITS", "JsonLimitError", "JsonLimits", "loads_bounded"]
+
+
+class JsonLimitError(ValueError):
+    """A JSON document is nested deeper or is larger than its limit allows."""
+
+
+def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+
+
+@attrs.frozen
+class JsonLimits:
+    """How deep (``max_depth`` levels of arrays and objects) and how large (``max_bytes``, in
+    characters for text) one JSON document from outside may be."""
+
+    max_depth: int = attrs.field(default=100, validator=_positive)
+    max_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=_positive)
+
+
+DEFAULT_JSON_LIMITS = JsonLimits()
+
+
+def loads_bounded(text: str | bytes, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> Any:
+    """``json.loads`` within ``limits``; ``JsonLimitError`` (a ``ValueError``) past them."""
+    if len(text) > limits.max_bytes:
+        raise JsonLimitError(f"the JSON is {len(text)} bytes long, over the limit of {limits.max_bytes}")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)") from None
+    if isinstance(text, bytes):
+        brackets = text.count(b"[") + text.count(b"{")
+    else:
+        brackets = text.count("[") + text.count("{")
+    if brackets > limits.max_depth and _depth(data) > limits.max_depth:
+        raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)")
+    return data
+
+
+def _depth(data: Any) -> int:
+    """Nesting depth of decoded JSON, walked without recursion."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict):
+            value = value.values()
+        elif not isinstance(value, list):
+            continue
+        deepest = max(deepest, level)
+        stack.extend((item, level + 1) for item in value if isinstance(item, (dict, list)))
+    return deepest
