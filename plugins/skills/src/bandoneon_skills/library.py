@@ -68,6 +68,7 @@ class Library:
     _problems: list[str] = attrs.field(factory=list, init=False)
     _reported: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _scans: list[object] | None = attrs.field(default=None, init=False)
 
     def refresh(self, *, report_problems: bool = True) -> dict[str, Skill]:
         """Re-scan every source (unchanged files come from cache) and merge the layers.
@@ -76,13 +77,22 @@ class Library:
         ``report_problems`` is False (the caller raises them instead).
         """
         with self._lock:
+            scans = [source.scan() for layer in self.layers for source in layer.sources]
+            # Sources hand back the very same result object when nothing changed: then so do we.
+            if self._scans is not None and len(scans) == len(self._scans) and all(a is b for a, b in zip(scans, self._scans, strict=True)):
+                if report_problems:
+                    for problem in self._problems:
+                        self._report(problem + " (left out until it is fixed)")
+                return self._skills
+            self._scans = scans
+            results = iter(scans)
             merged: dict[str, Skill] = {}
             problems: list[str] = list(self.setup_problems)
             notices: list[str] = []
             for layer in self.layers:
                 in_layer: dict[str, Skill] = {}
                 for source in layer.sources:
-                    found, source_problems = source.scan()
+                    found, source_problems = next(results)
                     problems.extend(source_problems)
                     for skill in found:
                         if skill.path is None and skill.source == "in memory":
@@ -120,6 +130,11 @@ class Library:
     def skills(self) -> dict[str, Skill]:
         """The catalog as of the last refresh, by name, sorted (a stable prompt caches well)."""
         return self._skills
+
+    @property
+    def limits_tools(self) -> bool:
+        """Whether any skill of the catalog sets ``allowed-tools`` (if none does, nothing is limited)."""
+        return any(skill.allowed_tools is not None for skill in self._skills.values())
 
     @property
     def problems(self) -> list[str]:

@@ -32,6 +32,24 @@ Mode = Literal["all", "on-demand", "filesystem"]
 _SCANNED = "skills.catalog"  # run.state key: this run's catalog
 
 
+class _RenderCache:
+    """The rendered section of the last few catalogs, by catalog identity (a refresh that finds
+    nothing changed returns the same dict, so a run costs no rendering)."""
+
+    def __init__(self, size: int = 8):
+        self._size = size
+        self._entries: dict[int, tuple[dict[str, Skill], tuple[str | None]]] = {}
+
+    def get(self, skills: dict[str, Skill]) -> tuple[str | None] | None:
+        entry = self._entries.get(id(skills))
+        return entry[1] if entry is not None and entry[0] is skills else None
+
+    def __setitem__(self, skills: dict[str, Skill], rendered: tuple[str | None]) -> None:
+        if len(self._entries) >= self._size:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[id(skills)] = (skills, rendered)
+
+
 def _as_strings(values: Any) -> list[str]:
     return [os.fspath(v) for v in values]
 
@@ -55,6 +73,7 @@ class Skills(bandoneon.Plugin):
     always_allowed: list[str] = attrs.field(factory=list)
     max_file_chars: int = attrs.field(default=20_000, validator=attrs.validators.gt(0))
     _libraries: WeakKeyDictionary[Any, Library] = attrs.field(factory=WeakKeyDictionary, init=False, repr=False)
+    _rendered: _RenderCache = attrs.field(factory=lambda: _RenderCache(), init=False, repr=False)
 
     # ---------------------------------------------------------------- building the library
 
@@ -122,6 +141,12 @@ class Skills(bandoneon.Plugin):
         skills = run.state.get(_SCANNED)
         if skills is None:
             skills = run.state[_SCANNED] = self.library(run.agent).refresh()
+        rendered = self._rendered.get(skills)
+        if rendered is None:  # the catalog changed (a new dict): render it once
+            rendered = self._rendered[skills] = (self._render(skills),)
+        return rendered[0]
+
+    def _render(self, skills: dict[str, Skill]) -> str | None:
         if self.mode == "all":
             return render_all(skills)
         if self.mode == "filesystem":
@@ -139,6 +164,8 @@ class Skills(bandoneon.Plugin):
         if tool.name in (LOAD_TOOL, READ_TOOL) or tool.name in self.always_allowed:
             return None
         library = self.library(run.agent)
+        if not library.limits_tools:
+            return None
         if self.mode == "all":
             loaded = list(library.skills.values())
         else:

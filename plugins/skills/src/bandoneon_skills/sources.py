@@ -2,7 +2,9 @@
 
 A source is anything with a ``label`` and a ``scan()`` that returns the skills it has *now*
 and the problems it found. Sources are scanned at the start of every run, so a folder source
-keeps a cache keyed by each file's stat: an unchanged SKILL.md is never read twice.
+keeps a cache keyed by each file's stat: an unchanged SKILL.md is never read twice, and when
+no stat changed at all (the root, every skill folder, every SKILL.md) the last scan's result
+object is returned as is, so the library can skip its merge (a few ``stat`` calls per run).
 """
 
 from __future__ import annotations
@@ -46,12 +48,23 @@ class MemorySource:
             if skill.name in seen:
                 raise SkillError([f"{label}: two skills are named {skill.name!r}; skill names must be unique"])
             seen.add(skill.name)
+        # The same object every time: the library sees that nothing changed and skips its merge.
+        self._scanned: tuple[list[Skill], list[str]] = (self._skills, [])
 
     def scan(self) -> tuple[list[Skill], list[str]]:
-        return list(self._skills), []
+        return self._scanned
 
 
 _StatKey = tuple[int, int, int]
+
+
+def _stat_key(path: str) -> _StatKey | None:
+    """What changes when a file or folder changes (None: it is gone)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
 
 
 class FolderSource:
@@ -67,12 +80,26 @@ class FolderSource:
         self.label = label or f"folder {self.root}"
         self._cache: dict[Path, tuple[_StatKey, Skill | str]] = {}
         self._lock = threading.Lock()
+        self._last: tuple[list[Skill], list[str]] | None = None
+        self._fingerprint: tuple[_StatKey | None, ...] = ()
+        self._watched: tuple[str, ...] = ()
+        self._folders: list[str] = []
 
     def scan(self) -> tuple[list[Skill], list[str]]:
         with self._lock:
-            return self._scan()
+            fingerprint = tuple(_stat_key(path) for path in self._watched)
+            if self._last is not None and fingerprint == self._fingerprint:
+                return self._last
+            self._last = self._scan()
+            # What a change would show in: the root (a folder added, removed or renamed), each
+            # skill folder (a SKILL.md added or removed) and each SKILL.md (edited).
+            root = str(self.root)
+            self._watched = (root, *(os.path.join(root, name) for name in self._folders), *(str(p) for p in self._cache))
+            self._fingerprint = tuple(_stat_key(path) for path in self._watched)
+            return self._last
 
     def _scan(self) -> tuple[list[Skill], list[str]]:
+        self._folders = []
         try:
             root = self.root.resolve(strict=True)
             entries = sorted(os.scandir(root), key=lambda e: e.name)
@@ -84,6 +111,7 @@ class FolderSource:
             return [], [f"{self.label}: the skills folder {self.root} cannot be read: {exc.strerror or exc}"]
         skills: list[Skill] = []
         problems: list[str] = []
+        self._folders = [entry.name for entry in entries if not entry.name.startswith(".") and entry.is_dir()]
         # A fresh cache per scan, filled from the old one: deleted skills do not linger.
         fresh: dict[Path, tuple[_StatKey, Skill | str]] = {}
         for entry in entries:
