@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import bandoneon
 from bandoneon import Message, ModelReply, ToolCall, Usage
 
@@ -38,6 +39,37 @@ class TwoTurnModel:
 
     async def context_window(self) -> int | None:
         return 128_000
+
+
+@attrs.frozen
+class Forecast:
+    """The small typed answer of the output benchmark."""
+
+    city: str
+    rain_chance: int
+
+
+_JSON_REPLY = ModelReply(Message.assistant('{"city": "Paris", "rain_chance": 80}'), "stop", Usage(20, 8, requests=1))
+
+
+class TwoTurnJsonModel(TwoTurnModel):
+    """TwoTurnModel whose answer is the JSON of a ``Forecast``, kept to natively."""
+
+    async def complete(self, request: Any, *, on_delta: Any = None) -> ModelReply:
+        return _JSON_REPLY if request.messages[-1].role == "tool" else _TOOL_REPLY
+
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        return True
+
+
+def typed_agent(plugins: Any = None) -> bandoneon.Agent:
+    return bandoneon.Agent(TwoTurnJsonModel(), tools=[FORECAST_TOOL], plugins=plugins, context_files=False, output_type=Forecast)
+
+
+async def typed_run(agent: bandoneon.Agent) -> None:
+    agent.clear()
+    result = await agent.run(PROMPT)
+    assert result.output == Forecast("Paris", 80), result
 
 
 def bandoneon_agent(plugins: Any = None) -> bandoneon.Agent:

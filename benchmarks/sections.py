@@ -127,6 +127,21 @@ async def _loop_overhead_awaited(scale: Scale) -> tuple[str, bandoneon.Agent]:
     return "\n".join(lines) + "\n", defaults
 
 
+async def typed_output(scale: Scale) -> str:
+    """The 2-turn run asking for a small attrs class (native mode) against the same run without."""
+    plain, typed = scenarios.bandoneon_agent(None), scenarios.typed_agent(None)
+    contenders = {"text answer": lambda: scenarios.bandoneon_run(plain), "output_type=Forecast": lambda: scenarios.typed_run(typed)}
+    comparison = await compare_async(contenders, iterations=scale.iterations, rounds=scale.rounds)
+    medians = comparison.medians()
+    ratio = comparison.ratio("output_type=Forecast", "text answer")
+    return (
+        "## Typed answers: the 2-turn run with `output_type` (a 2-field attrs class, checked) and without\n\n"
+        "| contender | median per run |\n|---|---|\n"
+        + "".join(f"| {name} | {us(value)} |\n" for name, value in medians.items())
+        + f"\n- ratio typed / text: {ratio:.2f}×; target ≤ 1.2×: {_verdict(ratio, 1.2)}\n"
+    )
+
+
 # ---------------------------------------------------------------- 2. peers
 
 

@@ -28,6 +28,7 @@ from .events import (
     AssistantMessage,
     CompactionDone,
     Event,
+    OutputDelta,
     ProviderRequest,
     ProviderRetry,
     RunEnd,
@@ -47,6 +48,7 @@ from .messages import (
     Message,
     ModelReply,
     ModelRequest,
+    OutputSchema,
     Thinking,
     ToolCall,
     ToolResult,
@@ -54,6 +56,7 @@ from .messages import (
     Turn,
     Usage,
 )
+from .output import OUTPUT_TOOL, OutputSpec
 from .plugins import (
     PROJECT,
     InstalledPlugin,
@@ -118,6 +121,10 @@ __all__ = [
     "ModelRequest",
     "NetworkError",
     "NoAnswer",
+    "OUTPUT_TOOL",
+    "OutputDelta",
+    "OutputSchema",
+    "OutputSpec",
     "OpenAICompatible",
     "Plugin",
     "PluginError",

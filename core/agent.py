@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 import attrs
 
@@ -19,13 +19,25 @@ from .events import Event, event_names
 from .hooks import Hooks
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .messages import Message, ToolSpec, Usage
+from .output import OutputMode, OutputSpec, output_spec
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
-from .result import RunResult
+from .result import OutputT, RunResult
 from .tools import Tool, tool
 
 if TYPE_CHECKING:  # asyncio is imported when a run starts: `import bandoneon` (a CLI, a config check) does not pay for it
     import asyncio
+
+    from typing_extensions import TypeVar
+
+    DepsT = TypeVar("DepsT", default=Any)  # see result.py: defaults exist for type checkers only
+else:
+    from typing import TypeVar
+
+    DepsT = TypeVar("DepsT")
+
+#: The output type of one run that overrides the agent's.
+RunOutputT = TypeVar("RunOutputT")
 
 __all__ = ["Agent"]
 
@@ -34,7 +46,7 @@ log = logging.getLogger("bandoneon.agent")
 DEFAULT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
 
-class Agent:
+class Agent(Generic[DepsT, OutputT]):
     """A model with tools and a history, extended by plugins.
 
     ``model`` is a provider object or a model string (``"openai:gpt-4o-mini"``,
@@ -48,6 +60,13 @@ class Agent:
     re-read on every run and appended to the system prompt; ``False`` turns them off.
     ``json_limits`` bounds the depth and size of the model's tool arguments (default 100
     levels, 64 MiB; see ``JsonLimits``).
+
+    ``output_type`` asks for a typed answer (an attrs class, a dataclass, a TypedDict, a
+    primitive, ``list[...]``, a ``Literal`` or a union of these): ``RunResult.output`` is then
+    that value, checked; ``output_mode`` says how it is asked for (``auto``, ``native``,
+    ``tool``; see ``bandoneon.output``) and ``output_retries`` how many answers that do not fit
+    are sent back before the run ends with ``stop="invalid_output"``. ``deps_type`` types the
+    ``deps`` of ``run`` (``Agent[Deps, Output]`` for type checkers; checked when it is a class).
     """
 
     def __init__(
@@ -71,6 +90,10 @@ class Agent:
         config: Config | str | os.PathLike[str] | None = None,
         name: str = "agent",
         json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
+        output_type: type[OutputT] | None = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int = 2,
+        deps_type: type[DepsT] | None = None,
     ):
         self._init_arguments = dict(locals())
         del self._init_arguments["self"]
@@ -118,11 +141,17 @@ class Agent:
         if plugins is None:
             plugins = configured_plugins(self.config.plugins, source=self.config.source)
         self.hooks = Hooks(activate(plugins))
+        self.output_type = output_type
+        self.output_mode = output_mode
+        self.output_retries = output_retries
+        self.deps_type = deps_type
         self._approvals_handled = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
         self.tools: dict[str, Tool] = {}
         self._tool_specs: tuple[ToolSpec, ...] = ()
         for item in [*tools, *self.hooks.register_tools(self)]:
             self.add_tool(item)
+        self._output_specs: dict[tuple[Any, bool], OutputSpec | None] = {}
+        self._output_spec(output_type)  # a type no model can fill in fails here, not mid-run
         self._messages: list[Message] = []
         self._transcript: list[Message] = []
         self._listeners: dict[str, list[Callable[[Event], Any]]] = {}
@@ -221,7 +250,7 @@ class Agent:
         """Everything that happened, never compacted."""
         return list(self._transcript)
 
-    def fork(self) -> Agent:
+    def fork(self) -> Agent[DepsT, OutputT]:
         """A new agent with the same setup and a copy of this one's history.
 
         Plugins given as instances are copied (``attrs.evolve``: same options, fresh state) when
@@ -298,8 +327,14 @@ class Agent:
 
     # ---------------------------------------------------------------- running
 
-    def new_run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None) -> RunContext:
-        """The context of a run that has not started (used by ``run``; public for plugins)."""
+    def new_run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunContext:
+        """The context of a run that has not started (used by ``run``; public for plugins).
+
+        ``output_type`` overrides the agent's for this run (``str`` asks for plain text).
+        """
+        if deps is not None and isinstance(self.deps_type, type) and not isinstance(deps, self.deps_type):
+            raise ConfigError(f"deps must be a {self.deps_type.__name__} (deps_type of agent {self.name!r}), got {type(deps).__name__}")
+        wanted = output_type if output_type is not None else self.output_type
         listeners = self._listeners
         run = RunContext(
             agent=self,
@@ -312,15 +347,33 @@ class Agent:
             deps=deps,
             parent=parent,
             wants_events=bool(listeners) or self.hooks.implements("on_event"),
-            wants_deltas=bool(listeners.get("text_delta") or listeners.get("tool_call_delta") or listeners.get("*")),
+            wants_deltas=bool(listeners.get("text_delta") or listeners.get("tool_call_delta") or listeners.get("output_delta") or listeners.get("*")),
             system_prompt=self._system_prompt(),
+            output=self._output_spec(wanted),
         )
         run._emit = lambda event: self._emit(run, event)
         return run
 
-    async def run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None) -> RunResult:
+    @overload
+    async def run(self, prompt: str, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: None = None) -> RunResult[OutputT]: ...
+    @overload
+    async def run(self, prompt: str, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+
+    def _output_spec(self, output_type: Any) -> OutputSpec | None:
+        """The spec for ``output_type``, made once per type (and per with/without tools)."""
+        key = (output_type, bool(self.tools))
+        try:
+            if key in self._output_specs:
+                return self._output_specs[key]
+        except TypeError:  # an unhashable type argument: worked out every time
+            return output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1])
+        spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1])
+        return spec
+
+    async def run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunResult[Any]:
         """Run the loop on ``prompt`` until an exit; the history carries over to the next run.
 
+        ``output_type`` overrides the agent's output type for this run.
         Raises ``RunInProgress`` if this agent is already running; ``ProviderError`` and
         ``PluginError`` for what nobody can fix (the history is left valid).
         """
@@ -334,7 +387,7 @@ class Agent:
         self._cancel_requested = False
         self._task = asyncio.current_task()
         try:
-            run = self.new_run(prompt, deps=deps, parent=parent)
+            run = self.new_run(prompt, deps=deps, parent=parent, output_type=output_type)
             result = await run_loop(run)
             self.usage = self.usage + result.usage
             return result
@@ -370,11 +423,16 @@ class Agent:
         self._cancel_requested = True
         task.get_loop().call_soon_threadsafe(task.cancel)
 
-    def run_sync(self, prompt: str, *, deps: Any = None) -> RunResult:
-        """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one."""
-        return _sync_loop().run_until_complete(self.run(prompt, deps=deps))
+    @overload
+    def run_sync(self, prompt: str, *, deps: DepsT | None = None, output_type: None = None) -> RunResult[OutputT]: ...
+    @overload
+    def run_sync(self, prompt: str, *, deps: DepsT | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
 
-    async def stream(self, prompt: str, *, deps: Any = None) -> AsyncIterator[Event]:
+    def run_sync(self, prompt: str, *, deps: Any = None, output_type: Any = None) -> RunResult[Any]:
+        """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one."""
+        return _sync_loop().run_until_complete(self.run(prompt, deps=deps, output_type=output_type))
+
+    async def stream(self, prompt: str, *, deps: Any = None, output_type: Any = None) -> AsyncIterator[Event]:
         """Run, yielding every event as it happens (``text_delta`` included); ends after ``run_end``.
 
         Breaking out of the iteration cancels the run.
@@ -383,7 +441,7 @@ class Agent:
 
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self.on("*", queue.put_nowait)
-        task = asyncio.create_task(self.run(prompt, deps=deps))
+        task = asyncio.create_task(self.run(prompt, deps=deps, output_type=output_type))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:

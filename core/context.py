@@ -16,6 +16,7 @@ from .messages import Message, ModelReply, ModelRequest, Usage
 if TYPE_CHECKING:
     from .agent import Agent
     from .events import Event
+    from .output import OutputSpec
     from .providers.base import Provider
     from .tools import Tool
 
@@ -33,6 +34,8 @@ class RunContext:
     the run started); plugins' sections are added to it per request. ``last_request`` is the
     loop's last request to the model (system prompt included); side
     calls plugins make with ``call_model`` (a summary, a wrap-up) do not replace it.
+    ``output`` is the run's typed-answer spec (None for a plain-text run): its ``type``, its
+    ``mode`` (``native`` or ``tool``) and the schema the model is asked to keep to.
     """
 
     agent: Agent
@@ -46,6 +49,7 @@ class RunContext:
     parent: RunContext | None = None
     system_prompt: str = ""
     last_request: ModelRequest | None = None
+    output: OutputSpec | None = None
     wants_events: bool = False
     wants_deltas: bool = False
     turn: int = 0

@@ -29,6 +29,7 @@ __all__ = [
     "ToolStart",
     "TurnEnd",
     "TurnStart",
+    "OutputDelta",
     "event_names",
 ]
 
@@ -98,6 +99,17 @@ class ToolCallDelta(Event):
     index: int
     tool_name: str | None
     arguments_delta: str
+
+
+@attrs.frozen(eq=False)
+class OutputDelta(Event):
+    """A typed answer while it streams in. ``partial`` is the JSON so far (complete values, and
+    a string as far as it got); ``output`` is that much already checked against the output
+    type (for a list, its complete items), or None while it does not fit yet."""
+
+    name: ClassVar[str] = "output_delta"
+    partial: Any
+    output: Any = None
 
 
 @attrs.frozen(eq=False)

@@ -22,12 +22,12 @@ from .events import (
     ProviderRetry,
     RunEnd,
     RunStart,
-    TextDelta,
-    ToolCallDelta,
     TurnEnd,
     TurnStart,
 )
-from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
+from .messages import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Turn
+from .deltas import DeltaForwarder
+from .output import OUTPUT_TOOL, OutputInvalid, OutputSpec
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
 
@@ -95,12 +95,14 @@ async def run_loop(run: RunContext) -> RunResult:
             await _finish(run, result)
     assert stop is not None
     text = _final_text(run, stop)
+    output: Any = run.state.pop(_OUTPUT, None) if run.output is not None else text
     if not stop.is_answer and stop.reason != "cancelled" and hooks.implements("wrap_up"):
         message = await _wrap_up(run, stop, deadline)
         if message is not None:
             run.append(message)
             text = message.content or None
-    result = RunResult(
+            output = _wrapped_up_output(run.output, text)
+    result: RunResult[Any] = RunResult(
         stop=stop.reason,
         text=text,
         answer=stop.answer,
@@ -110,6 +112,8 @@ async def run_loop(run: RunContext) -> RunResult:
         messages=tuple(run.transcript[first_new:]),
         detail=stop.detail,
         run_id=run.run_id,
+        output=output,
+        output_type=run.output.type if run.output is not None else None,
     )
     await _finish(run, result)
     return result
@@ -148,17 +152,37 @@ async def _finish(run: RunContext, result: RunResult) -> None:
 
 
 def _final_text(run: RunContext, stop: Stop) -> str | None:
+    """The last assistant text; in ``tool`` output mode, the JSON the answer tool was given."""
     if not stop.is_answer:
         return None
     for message in reversed(run.messages):
         if message.role == "assistant":
+            for call in message.tool_calls:
+                if call.name == OUTPUT_TOOL and run.output is not None and run.output.mode == "tool":
+                    return call.arguments
             return message.content or None
     return None
+
+
+def _wrapped_up_output(spec: OutputSpec | None, text: str | None) -> Any:
+    """A wrap-up's answer counts as output when it fits (no repair round: the run is over)."""
+    if spec is None or text is None:
+        return text
+    try:
+        return spec.parse_text(text)
+    except OutputInvalid:
+        return None
+
+
+#: run.state key of the typed answer, between the turn that gave it and the result.
+_OUTPUT = "_output"
 
 
 async def _turns(run: RunContext) -> Stop:
     agent = run.agent
     hooks = agent.hooks
+    spec = run.output
+    failures = 0
     while True:
         if run.turn >= agent.max_turns:
             return Stop("max_turns", f"no answer after {agent.max_turns} turns (max_turns={agent.max_turns})")
@@ -180,11 +204,21 @@ async def _turns(run: RunContext) -> Stop:
         if run.wants_events:
             await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))
         results: tuple[ToolResult, ...] = ()
+        answered: Any = _NO_ANSWER
+        problem = ""
         if message.tool_calls:
             if reply.finish_reason == "length":
                 results = tuple(cut_off(call) for call in message.tool_calls)
                 for result in results:
                     run.append(result.to_message())
+            elif spec is not None and spec.mode == "tool" and any(c.name == OUTPUT_TOOL for c in message.tool_calls):
+                others = tuple(c for c in message.tool_calls if c.name != OUTPUT_TOOL)
+                results = await run_tools(run, others) if others else ()
+                for call in message.tool_calls:
+                    if call.name == OUTPUT_TOOL:
+                        result, answered, problem = _take_answer(spec, call, answered, problem)
+                        run.append(result.to_message())
+                        results += (result,)
             else:
                 results = await run_tools(run, message.tool_calls)
         turn = Turn(run.turn, reply, results)
@@ -192,12 +226,61 @@ async def _turns(run: RunContext) -> Stop:
             await hooks.after_turn(run, turn)
         if run.wants_events:
             await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
-        if not message.tool_calls:
+        if spec is None:
+            if not message.tool_calls:
+                return Stop("end_turn", is_answer=True)
+        elif answered is not _NO_ANSWER:
+            run.state[_OUTPUT] = answered
             return Stop("end_turn", is_answer=True)
+        elif not message.tool_calls and reply.finish_reason != "length":
+            if spec.mode == "tool":
+                problem = spec.missing_tool_prompt()
+                run.append(Message.user(problem))
+            else:
+                try:
+                    run.state[_OUTPUT] = spec.parse_text(message.content)
+                    return Stop("end_turn", is_answer=True)
+                except OutputInvalid as exc:
+                    problem = str(exc)
+                    run.append(Message.user(spec.repair_prompt(problem)))
+        elif not message.tool_calls:
+            problem = "The answer was cut off by the output length limit."
+            run.append(Message.user(spec.repair_prompt(problem + " Give it again, shorter.")))
+        if problem:
+            assert spec is not None  # only a typed run has problems with its answer
+            failures += 1
+            if failures > spec.retries:
+                return Stop("invalid_output", f"no valid answer after {failures} tries; the last problem: {problem}")
+            continue
         if hooks.implements("should_stop"):
             stop = await hooks.should_stop(run, turn)
+            if stop is not None and spec is not None and stop.is_answer:
+                try:
+                    run.state[_OUTPUT] = spec.check(stop.answer)
+                except OutputInvalid as exc:
+                    failures += 1
+                    problem = f"{exc} (the input of the tool that ends the run is the answer)"
+                    if failures > spec.retries:
+                        return Stop("invalid_output", f"no valid answer after {failures} tries; the last problem: {problem}")
+                    run.append(Message.user(spec.repair_prompt(problem)))
+                    continue
             if stop is not None:
                 return stop
+
+
+_NO_ANSWER = object()
+
+
+def _take_answer(spec: OutputSpec, call: ToolCall, answered: Any, problem: str) -> tuple[ToolResult, Any, str]:
+    """Check one ``final_answer`` call: the first valid one is the answer; a second one in the
+    same reply is told the answer was already taken."""
+    if answered is not _NO_ANSWER:
+        return ToolResult(call, "An answer was already given in this reply; this one was not used."), answered, problem
+    try:
+        value = spec.parse_arguments(call.arguments)
+    except OutputInvalid as exc:
+        return ToolResult(call, spec.repair_prompt(str(exc)), is_error=True), _NO_ANSWER, str(exc)
+    return ToolResult(call, "Answer received.", arguments={"answer": value}), value, ""
 
 
 async def _build_request(run: RunContext) -> ModelRequest:
@@ -208,13 +291,15 @@ async def _build_request(run: RunContext) -> ModelRequest:
         sections = await hooks.system_prompt_sections(run)
         if sections:
             system_prompt = "\n\n".join([system_prompt, *sections]) if system_prompt else "\n\n".join(sections)
+    spec = run.output
     request = ModelRequest(
         messages=tuple(run.messages),
         system_prompt=system_prompt,
-        tools=agent._tool_specs,
+        tools=(*agent._tool_specs, spec.tool) if spec is not None and spec.mode == "tool" else agent._tool_specs,
         tool_choice=agent.tool_choice,
         settings=agent.settings,
         stream=run.wants_deltas,
+        output_schema=spec.schema if spec is not None and spec.mode == "native" else None,
     )
     if hooks.implements("compact_history"):
         window = await agent.context_window()
@@ -238,7 +323,7 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
         attempt += 1
         if run.wants_events:
             await run.emit(ProviderRequest(run.run_id, run.turn, request, attempt))
-        streamed = _DeltaForwarder(run) if request.stream else None
+        streamed = DeltaForwarder(run) if request.stream else None
         try:
             call = run.provider.complete(request, on_delta=streamed)
             if agent.turn_timeout is None:
@@ -265,31 +350,6 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
 
 class _TurnTimeout(TimeoutError):
     """One model call outlived ``turn_timeout``: the watchdog ends the run as a timeout."""
-
-
-class _DeltaForwarder:
-    """Turns a provider's streamed pieces into ``text_delta`` / ``tool_call_delta`` events."""
-
-    __slots__ = ("delivered", "parts", "run")
-
-    def __init__(self, run: RunContext):
-        self.run = run
-        self.delivered = False
-        self.parts: list[str] = []
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-    async def __call__(self, kind: str, payload: Any) -> None:
-        self.delivered = True
-        run = self.run
-        if kind == "text":
-            self.parts.append(payload)
-            await run.emit(TextDelta(run.run_id, payload))
-        else:
-            index, name, piece = payload
-            await run.emit(ToolCallDelta(run.run_id, index, name, piece))
 
 
 def _answer_every_call(run: RunContext, reason: str) -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "Message",
     "ModelReply",
     "ModelRequest",
+    "OutputSchema",
     "Thinking",
     "ToolCall",
     "ToolResult",
@@ -123,8 +124,25 @@ class ToolSpec:
 
 
 @attrs.frozen
+class OutputSchema:
+    """The JSON shape the model's final text must have, for providers that can ask the server
+    to keep to it (OpenAI ``response_format``, a llama.cpp JSON-schema grammar, Anthropic
+    tool-forcing). ``schema`` always describes a JSON object; ``is_strict`` says it meets
+    OpenAI's strict-mode rules (every property required, no extra keys)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+    is_strict: bool = False
+
+
+@attrs.frozen
 class ModelRequest:
-    """Everything one model call sends. ``before_provider_call`` hooks return changed copies."""
+    """Everything one model call sends. ``before_provider_call`` hooks return changed copies.
+
+    ``output_schema`` is set when the run wants a typed answer and the provider said it can
+    enforce the shape itself (``supports_output_schema``); the reply's text is then that JSON.
+    """
 
     messages: tuple[Message, ...]
     system_prompt: str = ""
@@ -132,6 +150,7 @@ class ModelRequest:
     tool_choice: str | Mapping[str, Any] | None = None
     settings: Mapping[str, Any] = attrs.field(factory=dict)
     stream: bool = False
+    output_schema: OutputSchema | None = None
 
 
 @attrs.frozen

@@ -1,12 +1,14 @@
 """JSON Schema from Python type hints, and docstring parameter descriptions.
 
 Only the shapes a model can fill in are supported: str, int, float, bool, None, Literal,
-Enum, list/tuple/set, dict with str keys, Optional, and attrs classes. Anything else is a
-``TypeError`` when the tool is defined, not a surprise when the model calls it.
+Enum, list/tuple/set, dict with str keys, Optional and unions, attrs classes, dataclasses and
+TypedDicts. Anything else is a ``TypeError`` when the tool (or the output type) is defined,
+not a surprise when the model answers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import re
@@ -17,7 +19,7 @@ from typing import Annotated, Any, Literal, Union
 
 import attrs
 
-__all__ = ["json_schema", "parse_docstring", "type_phrase"]
+__all__ = ["json_schema", "object_fields", "parse_docstring", "type_phrase"]
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -89,13 +91,34 @@ def _schema(tp: Any) -> dict[str, Any]:
                 raise TypeError(f"dict keys must be str for a tool parameter, got {args[0]!r}")
             schema["additionalProperties"] = json_schema(args[1])
         return schema
+    fields = object_fields(tp)
+    if fields is not None:
+        return object_schema(fields, descriptions=parse_docstring(tp.__doc__)[1])
+    raise TypeError(
+        f"{tp!r} cannot be described to a model as JSON; use str, int, float, bool, Literal, Enum, list, dict, "
+        "an attrs class, a dataclass or a TypedDict"
+    )
+
+
+def object_fields(tp: Any) -> dict[str, tuple[Any, bool]] | None:
+    """``{name: (type, is_required)}`` of an attrs class, a dataclass or a TypedDict; None otherwise."""
+    if not isinstance(tp, type):
+        return None
     if attrs.has(tp):
         attrs.resolve_types(tp)  # string annotations (from __future__ import annotations)
-        return object_schema(
-            {f.name: (f.type, f.default is attrs.NOTHING) for f in attrs.fields(tp)},
-            descriptions=parse_docstring(tp.__doc__)[1],
-        )
-    raise TypeError(f"{tp!r} cannot be described to a model as JSON; use str, int, float, bool, Literal, Enum, list, dict or an attrs class")
+        return {f.name: (f.type, f.default is attrs.NOTHING) for f in attrs.fields(tp)}
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        return {
+            f.name: (hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(tp)
+            if f.init
+        }
+    if typing.is_typeddict(tp):
+        hints = typing.get_type_hints(tp)  # without extras: NotRequired[...] is read from __required_keys__
+        required = getattr(tp, "__required_keys__", frozenset(hints))
+        return {name: (hint, name in required) for name, hint in hints.items()}
+    return None
 
 
 def object_schema(fields: Mapping[str, tuple[Any, bool]], descriptions: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -171,8 +194,9 @@ def type_phrase(tp: Any) -> str:
         return f"a list of {_plural(args[0])}" if args else "a list"
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         return "an object"
-    if attrs.has(tp):
-        return "an object with the fields " + ", ".join(f.name for f in attrs.fields(tp))
+    fields = object_fields(tp)
+    if fields is not None:
+        return "an object with the fields " + ", ".join(fields)
     return getattr(tp, "__name__", repr(tp))
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .schema import type_phrase
+from .schema import object_fields, type_phrase
 
 if TYPE_CHECKING:
     import cattrs
@@ -30,12 +30,16 @@ class StructureError(ValueError):
         self.problems = problems
 
 
-def structure(data: Any, cls: type[T]) -> T:
-    """``data`` as an instance of ``cls``, or ``StructureError`` with every problem explained."""
+def structure(data: Any, cls: type[T], *, subject: str = "The arguments") -> T:
+    """``data`` as an instance of ``cls``, or ``StructureError`` with every problem explained.
+
+    ``subject`` names the whole value in a sentence about it ("The arguments must be an
+    object..."; an output type says "The answer").
+    """
     try:
         return _converter().structure(data, cls)
     except Exception as exc:  # cattrs raises exception groups; translate them all
-        raise StructureError(_explain(exc, data, cls) or [str(exc)]) from None
+        raise StructureError(_explain(exc, data, cls, subject=subject) or [str(exc)]) from None
 
 
 def unstructure(value: Any) -> Any:
@@ -68,6 +72,45 @@ def _strict_bool(value: Any, _: Any) -> bool:
     raise _Mismatch(bool, value)
 
 
+def _is_choice(tp: Any) -> bool:
+    """A union of two or more shapes besides None (plain ``Optional[X]`` stays cattrs's)."""
+    import types
+    import typing
+
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return False
+    return len([a for a in typing.get_args(tp) if a is not type(None)]) > 1
+
+
+def _structure_choice(value: Any, tp: Any) -> Any:
+    """The first member of the union the value fits, tried in the order written; when none
+    fits, the problems of the closest member (fewest problems) are the ones reported."""
+    import typing
+
+    members = typing.get_args(tp)
+    if value is None and type(None) in members:
+        return None
+    best: list[str] | None = None
+    for member in members:
+        if member is type(None):
+            continue
+        try:
+            return _converter().structure(value, member)
+        except Exception as exc:
+            problems = _explain(exc, value, member, subject="The value")
+            if best is None or len(problems) < len(best):
+                best = problems
+    raise _NoMember(tp, value, best or [])
+
+
+class _NoMember(TypeError):
+    def __init__(self, expected: Any, value: Any, closest: list[str]):
+        super().__init__(f"expected {type_phrase(expected)}, got {describe_value(value)}")
+        self.expected = expected
+        self.value = value
+        self.closest = closest
+
+
 class _Mismatch(TypeError):
     def __init__(self, expected: Any, value: Any):
         super().__init__(f"expected {type_phrase(expected)}, got {describe_value(value)}")
@@ -85,10 +128,11 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(int, _strict_int)
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(bool, _strict_bool)
+    converter.register_structure_hook_func(_is_choice, _structure_choice)
     return converter
 
 
-def _explain(exc: BaseException, data: Any, cls: Any, path: str = "") -> list[str]:
+def _explain(exc: BaseException, data: Any, cls: Any, path: str = "", *, subject: str = "The arguments") -> list[str]:
     """Turn a cattrs error tree into one sentence per problem, naming the field."""
     from cattrs.errors import (
         ClassValidationError,
@@ -97,7 +141,7 @@ def _explain(exc: BaseException, data: Any, cls: Any, path: str = "") -> list[st
     )
 
     if isinstance(exc, ForbiddenExtraKeysError):
-        allowed = ", ".join(f.name for f in attrs.fields(exc.cl)) or "none"
+        allowed = ", ".join(object_fields(exc.cl) or ()) or "none"
         return [
             f"Unknown field {_join(path, key)!r} (allowed: {allowed})." for key in sorted(exc.extra_fields)
         ]
@@ -110,26 +154,30 @@ def _explain(exc: BaseException, data: Any, cls: Any, path: str = "") -> list[st
             if isinstance(sub, KeyError):
                 problems.append(f"Missing required field {field_path!r} ({type_phrase(note.type)}).")
             else:
-                problems.extend(_explain(sub, value, note.type, field_path))
+                problems.extend(_explain(sub, value, note.type, field_path, subject=subject))
         for sub in without:
-            problems.extend(_explain(sub, data, cls, path))
+            problems.extend(_explain(sub, data, cls, path, subject=subject))
         return problems
     if isinstance(exc, IterableValidationError):
         problems = []
         with_notes, without = exc.group_exceptions()
         for sub, note in with_notes:
             item = data[note.index] if isinstance(data, list) and note.index < len(data) else None
-            problems.extend(_explain(sub, item, note.type, f"{path}[{note.index}]"))
+            problems.extend(_explain(sub, item, note.type, f"{path}[{note.index}]", subject=subject))
         for sub in without:
-            problems.extend(_explain(sub, data, cls, path))
+            problems.extend(_explain(sub, data, cls, path, subject=subject))
         return problems
+    where = f"Field {path!r}" if path else subject
     if isinstance(exc, _Mismatch):
-        return [f"Field {path!r} must be {type_phrase(exc.expected)}, got {describe_value(exc.value)}."]
+        return [f"{where} must be {type_phrase(exc.expected)}, got {describe_value(exc.value)}."]
+    if isinstance(exc, _NoMember):
+        inner = [p for p in exc.closest if not p.startswith("The value must be")]  # field-level problems only
+        closest = f" Closest fit: {' '.join(inner)}" if inner else ""
+        return [f"{where} must be {type_phrase(exc.expected)}, got {describe_value(exc.value)}.{closest}"]
     if isinstance(exc, BaseExceptionGroup):
-        return [p for sub in exc.exceptions for p in _explain(sub, data, cls, path)]
+        return [p for sub in exc.exceptions for p in _explain(sub, data, cls, path, subject=subject)]
     if isinstance(exc, (ValueError, TypeError)) and type(exc).__module__ != "builtins":
         return [str(exc)]  # a class's own validation message (a plugin's ConfigError) says it best
-    where = f"Field {path!r}" if path else "The arguments"
     return [f"{where} must be {type_phrase(cls)}, got {describe_value(data)}."]
 
 

@@ -65,3 +65,16 @@ def test_tools_check_fails_on_errors(tmp_path, capsys):
     assert cli(["tools", "check", str(tmp_path / "bad.py")]) == 1
     out = capsys.readouterr().out
     assert "ERROR   lookup: no description" in out and "no 'required' list" in out and "additionalProperties" in out
+
+
+def test_typed_answers_repairs_an_answer_that_does_not_fit(capsys):
+    model = ScriptedModel(
+        call("get_forecast", city="Buenos Aires"),
+        call("final_answer", city="Buenos Aires", rain_chance="80%", advice="umbrella"),
+        call("final_answer", city="Buenos Aires", rain_chance=80, advice="umbrella"),
+    )
+    result = load("typed_answers").main(model)
+    assert result.output.rain_chance == 80 and result.turns == 3
+    assert "Buenos Aires: 80% -> bring umbrella" in capsys.readouterr().out
+    repair = model.requests[2].messages[-1]
+    assert repair.role == "tool" and "Field 'rain_chance' must be an integer" in repair.content

@@ -27,6 +27,11 @@ class Provider(Protocol):
     the provider streams and reports each piece as it arrives (it may ignore it and not
     stream). Failures are ``ProviderError`` subclasses, so retry policy works for every
     provider. ``context_window`` returns the window in tokens, or None when unknown.
+
+    Optional capability: ``supports_output_schema(*, with_tools: bool) -> bool``. A provider
+    that has it and answers True honours ``ModelRequest.output_schema`` (the server keeps the
+    reply's text to that JSON schema: ``response_format``, a grammar, tool-forcing), so typed
+    answers are asked for natively; without it they are asked for with a ``final_answer`` tool.
     """
 
     name: str

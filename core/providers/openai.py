@@ -37,6 +37,7 @@ from .openai_wire import (
     WireOptions,
     parse_completion,
     wire_messages,
+    wire_response_format,
     wire_tool_choice,
     wire_tools,
 )
@@ -79,6 +80,10 @@ class OpenAICompatible:
     def __repr__(self) -> str:
         return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
 
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """Whether typed answers can be asked for with ``response_format`` (see ``WireOptions``)."""
+        return self.wire.output_schema and (self.wire.output_schema_with_tools or not with_tools)
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
@@ -107,6 +112,8 @@ class OpenAICompatible:
             body["tool_choice"] = wire_tool_choice(request, self.wire)
         elif request.tool_choice is not None:
             body["tool_choice"] = request.tool_choice
+        if request.output_schema is not None:
+            body["response_format"] = wire_response_format(request.output_schema)
         body.update(request.settings)
         return body
 
@@ -186,8 +193,15 @@ def _named_server(default_url: str, name: str, key_env: str | None = None, wire:
 #: never renders ``tool`` messages, lists tools only inside a system message, shows a tool's
 #: schema but not its description, and answers HTTP 500 to ``tool_choice="required"``.
 LLAMA_CPP_PYTHON = WireOptions(
-    tool_results_as_user=True, default_system_prompt="You are a helpful assistant.", required_as_named=True, description_in_parameters=True
+    tool_results_as_user=True,
+    default_system_prompt="You are a helpful assistant.",
+    required_as_named=True,
+    description_in_parameters=True,
+    output_schema_with_tools=False,
 )
+#: llama.cpp's ``llama-server`` turns a JSON schema into a grammar, and refuses a grammar
+#: together with tools.
+LLAMA_CPP = WireOptions(output_schema_with_tools=False)
 
 
 def _openai_compatible(rest: str, **options: Any) -> OpenAICompatible:
@@ -208,5 +222,5 @@ register_provider("openai-compatible", _openai_compatible)
 register_provider("ollama", _named_server("http://localhost:11434/v1", "ollama"))
 register_provider("lmstudio", _named_server("http://localhost:1234/v1", "lmstudio"))
 register_provider("vllm", _named_server("http://localhost:8000/v1", "vllm"))
-register_provider("llamacpp", _named_server("http://localhost:8080/v1", "llamacpp"))
+register_provider("llamacpp", _named_server("http://localhost:8080/v1", "llamacpp", wire=LLAMA_CPP))
 register_provider("llama-cpp-python", _named_server("http://localhost:8000/v1", "llama-cpp-python", wire=LLAMA_CPP_PYTHON))

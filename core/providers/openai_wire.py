@@ -15,10 +15,19 @@ from typing import Any
 import attrs
 
 from ..errors import BadResponse
-from ..messages import Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
+from ..messages import Message, ModelReply, ModelRequest, OutputSchema, ToolCall, ToolSpec, Usage
 from .base import DeltaCallback
 
-__all__ = ["ChunkAssembler", "WireOptions", "finish_reason", "parse_completion", "wire_messages", "wire_tool_choice", "wire_tools"]
+__all__ = [
+    "ChunkAssembler",
+    "WireOptions",
+    "finish_reason",
+    "parse_completion",
+    "wire_messages",
+    "wire_response_format",
+    "wire_tool_choice",
+    "wire_tools",
+]
 
 
 @attrs.frozen
@@ -32,12 +41,17 @@ class WireOptions:
     (for servers that reject ``required``). ``description_in_parameters``: each tool's
     description is also put inside its parameters' schema (for templates that show the model
     the schema but not the description; the keyword changes nothing about what is valid).
+    ``output_schema``: the server keeps to a ``response_format`` JSON schema (typed answers are
+    asked for natively); ``output_schema_with_tools``: it does so also when tools are offered
+    (grammar-constrained servers may not combine the two).
     """
 
     tool_results_as_user: bool = False
     default_system_prompt: str = ""
     required_as_named: bool = False
     description_in_parameters: bool = False
+    output_schema: bool = True
+    output_schema_with_tools: bool = True
 
 
 PLAIN = WireOptions()
@@ -88,6 +102,14 @@ def wire_tool_choice(request: ModelRequest, options: WireOptions = PLAIN) -> Any
     if options.required_as_named and choice in ("required", "any") and len(request.tools) == 1:
         return {"type": "function", "function": {"name": request.tools[0].name}}
     return choice
+
+
+def wire_response_format(schema: OutputSchema) -> dict[str, Any]:
+    """``response_format`` asking for JSON of ``schema`` (strict where the schema allows it)."""
+    inner: dict[str, Any] = {"name": schema.name, "schema": dict(schema.schema), "strict": schema.is_strict}
+    if schema.description:
+        inner["description"] = schema.description
+    return {"type": "json_schema", "json_schema": inner}
 
 
 def finish_reason(value: str | None) -> str:

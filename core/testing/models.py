@@ -8,6 +8,7 @@ import inspect
 import itertools
 import json
 import os
+import sys
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -145,11 +146,20 @@ class FunctionModel(_RecordingModel):
 
 def load_script(path: str | os.PathLike[str]) -> types.ModuleType:
     """Import a script (an example, a user's agent file) by path, so a test can call its
-    functions (``load_script("examples/level_02_agent_loop.py").main(ScriptedModel(...))``)."""
+    functions (``load_script("examples/level_02_agent_loop.py").main(ScriptedModel(...))``).
+
+    The module is registered in ``sys.modules`` under the file's stem, as an import would, so
+    string annotations of its classes (``from __future__ import annotations``) resolve.
+    """
     location = Path(path)
     spec = importlib.util.spec_from_file_location(location.stem, location)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {location} as a Python script")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
     return module

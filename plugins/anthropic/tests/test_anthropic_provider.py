@@ -305,3 +305,38 @@ def test_a_reply_that_is_not_a_message_is_bad_response(mock_llm):
     mock_llm.add(Fault(status=200, body='{"hello": "world"}'))
     with pytest.raises(bandoneon.BadResponse, match="not a message"):
         make_agent(mock_llm).run_sync("hi")
+
+
+# ---------------------------------------------------------------- typed answers by tool-forcing
+
+
+@attrs.frozen
+class Forecast:
+    city: str
+    rain: bool
+
+
+def test_a_typed_answer_is_asked_for_by_forcing_the_answer_tool(mock_llm):
+    mock_llm.add(Reply(tool_calls=[("final_answer", {"city": "Oslo", "rain": True})]))
+    result = make_agent(mock_llm, output_type=Forecast).run_sync("Rain in Oslo?")
+    assert (result.stop, result.output) == ("end_turn", Forecast("Oslo", True))
+    body = mock_llm.requests[0].json
+    assert body["tool_choice"] == {"type": "tool", "name": "final_answer"}
+    assert body["tools"][0]["input_schema"]["required"] == ["city", "rain"]
+    assert result.messages[-1].tool_calls == ()  # the forced call came back as the reply's text
+
+
+async def test_with_other_tools_some_tool_is_forced_and_a_streamed_answer_arrives_as_text(mock_llm):
+    mock_llm.add(
+        Reply(tool_calls=[("get_forecast", {"city": "Oslo"})]),
+        Reply(tool_calls=[("final_answer", {"city": "Oslo", "rain": True})]),
+    )
+    agent = make_agent(mock_llm, tools=[get_forecast], output_type=Forecast)
+    pieces = []
+    async for event in agent.stream("Rain in Oslo?"):
+        if event.name == "output_delta" and event.output is not None:
+            pieces.append(event.output)
+    assert pieces[-1] == Forecast("Oslo", True)
+    first = mock_llm.requests[0].json
+    assert first["tool_choice"] == {"type": "any"}
+    assert [t["name"] for t in first["tools"]] == ["get_forecast", "final_answer"]

@@ -4,6 +4,10 @@ Prompt caching is on by default: one breakpoint on the system prompt and one aft
 tool, so a long system prompt and the tool definitions are paid once per five minutes rather
 than on every turn. 529 (overloaded) is a ``ServerError`` and an ``error`` event in a stream
 is classified the same way, so the retry plugin treats both as it treats a 503.
+
+Typed answers are asked for natively by tool-forcing: the run's output schema becomes one more
+tool, ``final_answer``, that the model must call (``tool_choice`` ``tool`` or ``any``), and its
+input comes back as the reply's text, as if the server had kept to a JSON schema.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
+
+import attrs
 
 from bandoneon import (
     ConfigError,
@@ -23,6 +29,7 @@ from bandoneon import (
     StreamInterrupted,
     Thinking,
     ToolCall,
+    ToolSpec,
     Usage,
     classify_status,
     iter_sse,
@@ -31,7 +38,10 @@ from bandoneon import (
 
 from . import wire
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_model"]
+__all__ = ["ANSWER_TOOL", "ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_model"]
+
+#: The forced tool that carries a typed answer (its input becomes the reply's text).
+ANSWER_TOOL = "final_answer"
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -99,15 +109,27 @@ class AnthropicProvider:
     async def context_window(self) -> int | None:
         return self._context_window
 
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """Typed answers are asked for by forcing the ``final_answer`` tool, with or without other tools."""
+        return True
+
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for ``request`` (public, so tests and plugins can see the wire format)."""
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": wire.wire_messages(request.messages)}
         system = wire.system_blocks(request, cache=self.cache_prompt)
         if system:
             body["system"] = system
-        if request.tools:
-            body["tools"] = wire.wire_tools(request.tools, cache=self.cache_prompt)
-        choice = wire.tool_choice(request.tool_choice, request.tools) if request.tools or request.tool_choice not in (None, "auto") else None
+        tools = request.tools
+        schema = request.output_schema
+        if schema is not None:
+            tools = (*tools, ToolSpec(ANSWER_TOOL, schema.description or "Give your final answer with this tool.", schema.schema))
+        if tools:
+            body["tools"] = wire.wire_tools(tools, cache=self.cache_prompt)
+        choice = wire.tool_choice(request.tool_choice, tools) if tools or request.tool_choice not in (None, "auto") else None
+        if schema is not None and self.thinking_budget is None:
+            # Extended thinking allows only auto; otherwise the answer tool is forced (alone) or
+            # some tool is (so the model may still work with the others first).
+            choice = {"type": "tool", "name": ANSWER_TOOL} if len(tools) == 1 else {"type": "any"}
         if choice is not None:
             body["tool_choice"] = choice
         if self.thinking_budget is not None:
@@ -118,8 +140,12 @@ class AnthropicProvider:
     async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body = self.request_body(request)
         if on_delta is None:
-            return wire.parse_message(await self._http.post_json("/messages", body), self.name)
-        return await self._stream({**body, "stream": True}, on_delta)
+            reply = wire.parse_message(await self._http.post_json("/messages", body), self.name)
+        else:
+            if request.output_schema is not None:
+                on_delta = _answer_pieces_as_text(on_delta)
+            reply = await self._stream({**body, "stream": True}, on_delta)
+        return _answer_as_text(reply) if request.output_schema is not None else reply
 
     async def _stream(self, body: dict[str, Any], on_delta: DeltaCallback) -> ModelReply:
         import httpx  # here, not at the top: discovering the plugin must not import httpx
@@ -238,6 +264,36 @@ class _StreamReader:
         message = Message("assistant", "".join(text), tuple(calls), thinking=tuple(thinking))
         usage: Usage = wire.usage(self.usage)
         return ModelReply(message, wire.finish_reason(self.stop_reason), usage, self.model)
+
+
+def _answer_as_text(reply: ModelReply) -> ModelReply:
+    """The forced ``final_answer`` call as the reply's text (what a JSON-schema server returns)."""
+    message = reply.message
+    answers = [c for c in message.tool_calls if c.name == ANSWER_TOOL]
+    if not answers:
+        return reply
+    others = tuple(c for c in message.tool_calls if c.name != ANSWER_TOOL)
+    text = answers[0].arguments
+    finish = reply.finish_reason if others else "stop"
+    return attrs.evolve(reply, message=attrs.evolve(message, content=text, tool_calls=others), finish_reason=finish)
+
+
+def _answer_pieces_as_text(on_delta: DeltaCallback) -> DeltaCallback:
+    """Streamed pieces of the answer tool's input reported as text, like the reply they become."""
+    answer_indexes: set[int] = set()
+
+    async def forward(kind: str, payload: Any) -> None:
+        if kind == "tool_call":
+            index, name, piece = payload
+            if name == ANSWER_TOOL:
+                answer_indexes.add(index)
+            if index in answer_indexes:
+                if piece:
+                    await on_delta("text", piece)
+                return
+        await on_delta(kind, payload)
+
+    return forward
 
 
 def anthropic_model(rest: str, **options: Any) -> AnthropicProvider:

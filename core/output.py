@@ -1,0 +1,165 @@
+"""Typed answers: how a run asks the model for a value of ``output_type`` and checks what came.
+
+Two ways to ask, chosen per run (``output_mode``):
+
+- ``"native"``: the provider makes the server keep to a JSON schema (OpenAI ``response_format``,
+  a llama.cpp grammar, Anthropic tool-forcing); the reply's text is the JSON.
+- ``"tool"``: the model is offered one more tool, ``final_answer``, whose input is the answer.
+
+``"auto"`` takes ``native`` when the provider says it can (``supports_output_schema``), else
+``tool``. Either way the answer is structured with the core's cattrs converter; what does not
+fit goes back to the model as sentences naming each field, at most ``output_retries`` times.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from .errors import ConfigError
+from .messages import OutputSchema, ToolSpec
+from .schema import json_schema, object_fields, parse_docstring
+from .structuring import StructureError, structure
+
+__all__ = ["OUTPUT_TOOL", "OutputMode", "OutputSpec", "output_spec"]
+
+OutputMode = Literal["auto", "native", "tool"]
+OUTPUT_MODES = ("auto", "native", "tool")
+
+#: The name of the tool that carries the answer in ``tool`` mode.
+OUTPUT_TOOL = "final_answer"
+#: Where a value that is not an object (a list, a number, one of several shapes) sits in the
+#: JSON the model writes: servers and APIs want an object at the top.
+WRAPPER_KEY = "answer"
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+class OutputInvalid(ValueError):
+    """The model's answer does not fit the output type; the message is what the model reads."""
+
+
+@attrs.frozen
+class OutputSpec:
+    """One run's output type, how it is asked for, and how many repairs it may take."""
+
+    type: Any
+    schema: OutputSchema
+    is_wrapped: bool
+    mode: Literal["native", "tool"]
+    retries: int
+
+    @property
+    def tool(self) -> ToolSpec:
+        return ToolSpec(OUTPUT_TOOL, _tool_description(self.schema), self.schema.schema)
+
+    def parse_text(self, text: str) -> Any:
+        """The answer written as JSON text (``native`` mode, a wrap-up), structured."""
+        match = _FENCE.match(text)
+        raw = match.group(1) if match else text
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            shown = text.strip()[:60]
+            raise OutputInvalid(
+                f"Your answer is not valid JSON ({exc.__class__.__name__}: {exc}); it began {shown!r}. "
+                f"Reply with only the JSON object: {_shape(self)}."
+            ) from None
+        return self.check(data)
+
+    def parse_arguments(self, arguments: str) -> Any:
+        """The answer given as the ``final_answer`` tool's input, structured."""
+        try:
+            data = json.loads(arguments or "{}")
+        except ValueError as exc:
+            raise OutputInvalid(f"The input of {OUTPUT_TOOL} is not valid JSON ({exc}). Call it again with {_shape(self)}.") from None
+        return self.check(data)
+
+    def check(self, data: Any) -> Any:
+        """``data`` (decoded JSON, or a terminal tool's input) as an instance of the type."""
+        if self.is_wrapped:
+            if isinstance(data, dict) and set(data) == {WRAPPER_KEY}:
+                data = data[WRAPPER_KEY]
+        try:
+            return structure(data, self.type, subject="The answer")
+        except StructureError as exc:
+            raise OutputInvalid(" ".join(exc.problems)) from None
+
+    def repair_prompt(self, problem: str) -> str:
+        """What the model reads after an answer that did not fit."""
+        how = "Reply again with only the corrected JSON." if self.mode == "native" else f"Call {OUTPUT_TOOL} again with the corrected answer."
+        return f"Your answer does not have the required shape. {problem} {how}"
+
+    def missing_tool_prompt(self) -> str:
+        return f"Give your final answer by calling the {OUTPUT_TOOL} tool with {_shape(self)}; a plain text reply is not accepted."
+
+
+def output_spec(output_type: Any, mode: str, retries: int, provider: object, *, has_tools: bool) -> OutputSpec | None:
+    """The spec of a run, or None when the answer is plain text (no type, or ``str``)."""
+    if output_type is None or output_type is str:
+        return None
+    if mode not in OUTPUT_MODES:
+        raise ConfigError(f"output_mode must be one of {', '.join(OUTPUT_MODES)}, got {mode!r}")
+    if retries < 0:
+        raise ConfigError(f"output_retries must be 0 or more, got {retries}")
+    schema, is_wrapped = _schema(output_type)
+    supports = getattr(provider, "supports_output_schema", None)
+    native = bool(supports(with_tools=has_tools)) if callable(supports) else False
+    if mode == "native" and not native:
+        name = getattr(provider, "name", type(provider).__name__)
+        raise ConfigError(
+            f"output_mode='native' but the provider {name!r} cannot enforce a JSON schema"
+            + (" together with tools" if has_tools else "")
+            + "; use output_mode='tool' (a final_answer tool) or 'auto'"
+        )
+    chosen: Literal["native", "tool"] = "native" if mode == "native" or (mode == "auto" and native) else "tool"
+    return OutputSpec(output_type, schema, is_wrapped, chosen, retries)
+
+
+@functools.lru_cache(maxsize=256)
+def _schema(output_type: Any) -> tuple[OutputSchema, bool]:
+    """The wire schema of a type, built once per type (runs of one agent reuse it)."""
+    try:
+        inner = json_schema(output_type)
+    except TypeError as exc:
+        raise ConfigError(f"output_type {output_type!r} cannot be asked of a model: {exc}") from None
+    is_object = object_fields(output_type) is not None
+    if is_object:
+        schema = inner
+        description = parse_docstring(output_type.__doc__)[0]
+    else:
+        schema = {"type": "object", "properties": {WRAPPER_KEY: inner}, "required": [WRAPPER_KEY], "additionalProperties": False}
+        description = ""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", getattr(output_type, "__name__", "") if is_object else WRAPPER_KEY)[:64] or WRAPPER_KEY
+    return OutputSchema(name, schema, description, is_strict=_is_strict(schema)), not is_object
+
+
+def _is_strict(schema: Any) -> bool:
+    """OpenAI's strict mode: every object lists all its properties as required and allows no
+    others; a few keywords are not supported at all."""
+    if isinstance(schema, Mapping):
+        if "prefixItems" in schema or "uniqueItems" in schema:
+            return False
+        if schema.get("type") == "object" or "properties" in schema:
+            properties = schema.get("properties") or {}
+            if schema.get("additionalProperties") is not False or set(schema.get("required") or ()) != set(properties):
+                return False
+        return all(_is_strict(value) for value in schema.values())
+    if isinstance(schema, list):
+        return all(_is_strict(item) for item in schema)
+    return True
+
+
+def _shape(spec: OutputSpec) -> str:
+    fields = spec.schema.schema.get("properties") or {}
+    return "an object with the fields " + ", ".join(fields) if fields else "a JSON object"
+
+
+def _tool_description(schema: OutputSchema) -> str:
+    lead = "Give your final answer with this tool once you have it; its input is the answer."
+    return f"{lead} {schema.description}" if schema.description else lead
