@@ -366,8 +366,8 @@ class Agent(Generic[DepsT, OutputT]):
             if key in self._output_specs:
                 return self._output_specs[key]
         except TypeError:  # an unhashable type argument: worked out every time
-            return output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1])
-        spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1])
+            return output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1], limits=self.json_limits)
+        spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1], limits=self.json_limits)
         return spec
 
     async def run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunResult[Any]:

@@ -14,7 +14,6 @@ fit goes back to the model as sentences naming each field, at most ``output_retr
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -22,6 +21,7 @@ from typing import Any, Literal
 import attrs
 
 from .errors import ConfigError
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits, loads_bounded
 from .messages import OutputSchema, ToolSpec
 from .schema import json_schema, object_fields, parse_docstring
 from .structuring import StructureError, structure
@@ -53,6 +53,7 @@ class OutputSpec:
     is_wrapped: bool
     mode: Literal["native", "tool"]
     retries: int
+    limits: JsonLimits = DEFAULT_JSON_LIMITS
 
     @property
     def tool(self) -> ToolSpec:
@@ -63,7 +64,7 @@ class OutputSpec:
         match = _FENCE.match(text)
         raw = match.group(1) if match else text
         try:
-            data = json.loads(raw)
+            data = loads_bounded(raw, self.limits)
         except ValueError as exc:
             shown = text.strip()[:60]
             raise OutputInvalid(
@@ -75,7 +76,7 @@ class OutputSpec:
     def parse_arguments(self, arguments: str) -> Any:
         """The answer given as the ``final_answer`` tool's input, structured."""
         try:
-            data = json.loads(arguments or "{}")
+            data = loads_bounded(arguments or "{}", self.limits)
         except ValueError as exc:
             raise OutputInvalid(f"The input of {OUTPUT_TOOL} is not valid JSON ({exc}). Call it again with {_shape(self)}.") from None
         return self.check(data)
@@ -99,7 +100,9 @@ class OutputSpec:
         return f"Give your final answer by calling the {OUTPUT_TOOL} tool with {_shape(self)}; a plain text reply is not accepted."
 
 
-def output_spec(output_type: Any, mode: str, retries: int, provider: object, *, has_tools: bool) -> OutputSpec | None:
+def output_spec(
+    output_type: Any, mode: str, retries: int, provider: object, *, has_tools: bool, limits: JsonLimits = DEFAULT_JSON_LIMITS
+) -> OutputSpec | None:
     """The spec of a run, or None when the answer is plain text (no type, or ``str``)."""
     if output_type is None or output_type is str:
         return None
@@ -118,7 +121,7 @@ def output_spec(output_type: Any, mode: str, retries: int, provider: object, *, 
             + "; use output_mode='tool' (a final_answer tool) or 'auto'"
         )
     chosen: Literal["native", "tool"] = "native" if mode == "native" or (mode == "auto" and native) else "tool"
-    return OutputSpec(output_type, schema, is_wrapped, chosen, retries)
+    return OutputSpec(output_type, schema, is_wrapped, chosen, retries, limits)
 
 
 @functools.lru_cache(maxsize=256)

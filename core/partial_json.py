@@ -31,8 +31,13 @@ class _End(Exception):
         self.value = value
 
 
+#: Deeper than this is refused (``ValueError``), as the bounded decoder refuses it.
+MAX_DEPTH = 100
+
+
 def parse_partial(text: str) -> Any:
-    """The value of the JSON prefix ``text``; ``NOTHING`` if none yet; ``ValueError`` if broken."""
+    """The value of the JSON prefix ``text``; ``NOTHING`` if none yet; ``ValueError`` if broken
+    or nested deeper than ``MAX_DEPTH``."""
     parser = _Parser(text)
     try:
         value = parser.value()
@@ -45,6 +50,7 @@ class _Parser:
     def __init__(self, text: str):
         self.text = text
         self.at = 0
+        self.depth = 0
 
     def _skip(self) -> None:
         while self.at < len(self.text) and self.text[self.at] in _WHITESPACE:
@@ -55,10 +61,13 @@ class _Parser:
     def value(self) -> Any:
         self._skip()
         char = self.text[self.at]
-        if char == "{":
-            return self._object()
-        if char == "[":
-            return self._array()
+        if char in "{[":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise ValueError(f"the JSON is nested deeper than {MAX_DEPTH} levels")
+            value = self._object() if char == "{" else self._array()
+            self.depth -= 1
+            return value
         if char == '"':
             return self._string()
         if _SCALAR_PREFIX.fullmatch(self.text, self.at):

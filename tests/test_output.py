@@ -266,3 +266,12 @@ def test_a_prefix_that_is_not_json_is_an_error_and_a_cut_scalar_is_left_out():
     assert parse_partial("") is NOTHING
     with pytest.raises(ValueError):
         parse_partial('{"a": nope}')
+
+
+def test_an_answer_nested_too_deeply_is_refused_not_a_crash(mock_llm):
+    deep = "[" * 5000 + "]" * 5000
+    mock_llm.add(Reply(text=deep))
+    result = agent_on(mock_llm, output_type=list[int], output_retries=0).run_sync("?")
+    assert result.stop == "invalid_output" and "nested too deeply" in result.detail
+    with pytest.raises(ValueError, match="nested deeper than 100 levels"):
+        parse_partial(deep)
