@@ -5,7 +5,12 @@ and ``putt`` move the ball. First we play hole 3 with the tracing plugin on and 
 timeline (a red ``!`` bar is a ball in the water). Then the marshal (``run_eval``) hands the
 three holes to a fresh golfer each and stamps the scorecard with the level's scorers: did it
 hole out (contains), with the expected clubs (trajectory, ordered subset), at or under par
-(our own check).
+(our own check). Last, a golfer's bug report grows the dataset: the run traced with the club
+maker's first putter (it measured from the tee, not the pin) becomes a regression case with
+``add_case`` (``bandoneon eval add-case TRACE --to DATASET.jsonl --expect tool_errors=0`` on the
+command line), its trace kept as the evidence. Replayed, the case fails with the old putter and
+passes with the fixed one; a replay repeats the recorded shots, so it checks our clubs, not the
+caddie.
 
 Run it against any model: ``BANDONEON_MODEL=ollama:llama3.1 python examples/level_11_observability.py``.
 """
@@ -20,7 +25,7 @@ from pathlib import Path
 import attrs
 
 import bandoneon
-from bandoneon_evals import Case, Report, Sample, Score, contains, custom, evaluate, trajectory
+from bandoneon_evals import Case, Report, Sample, Score, add_case, contains, custom, evaluate, replay_model, tool_errors, trajectory
 from bandoneon_tracing import Tracing, read_jsonl, render_text
 
 GREEN = 20  # metres: close enough to putt
@@ -53,8 +58,10 @@ DATASET = [
 ]
 
 
-def golf_tools(hole: Hole) -> list[bandoneon.Tool]:
-    """The clubs, bound to one ball on one hole (a fresh set per agent: no shared state)."""
+def golf_tools(hole: Hole, *, first_putter: bool = False) -> list[bandoneon.Tool]:
+    """The clubs, bound to one ball on one hole (a fresh set per agent: no shared state).
+
+    ``first_putter`` hands out the club maker's first putter, which measured from the tee."""
     ball = {"position": 0, "strokes": 0, "holed": False}
 
     def swing(club: str, meters: int, longest: int) -> str:
@@ -98,7 +105,7 @@ def golf_tools(hole: Hole) -> list[bandoneon.Tool]:
         """Putt: holes the ball from the green (20 m or closer to the pin)."""
         if ball["holed"]:
             raise bandoneon.ToolError("The ball is already in the hole. Report the score.")
-        left = abs(hole.length - ball["position"])
+        left = ball["position"] if first_putter else abs(hole.length - ball["position"])
         if left > GREEN:
             raise bandoneon.ToolError(f"Too far to putt: {left} m to the pin. Use an iron to reach the green.")
         ball["strokes"] += 1
@@ -108,10 +115,10 @@ def golf_tools(hole: Hole) -> list[bandoneon.Tool]:
     return [drive, iron, putt]
 
 
-def build_agent(model: str | bandoneon.Provider | None = None, *, hole: Hole = HOLES[2], plugins: list[object] | None = None) -> bandoneon.Agent:
+def build_agent(model: str | bandoneon.Provider | None = None, *, hole: Hole = HOLES[2], plugins: list[object] | None = None, first_putter: bool = False) -> bandoneon.Agent:
     return bandoneon.Agent(
         model,
-        tools=golf_tools(hole),
+        tools=golf_tools(hole, first_putter=first_putter),
         system_prompt="You are a golf caddie. Pick one club per shot, read where the ball landed, and finish the hole. Then say 'Holed out in N'.",
         plugins=plugins if plugins is not None else [],
         max_turns=10,
@@ -156,10 +163,23 @@ def main(model: str | bandoneon.Provider | None = None) -> Report:
     # 2. GRADE many runs: three holes, a fresh golfer each, three scorers.
     report: Report = evaluate(DATASET, make_golfer_for(model), SCORERS, concurrency=3, progress=sys.stderr.isatty(), name="golf")
     print(report.table())
+
+    # 3. GROW the dataset: a golfer says the putter never works on hole 1. Their traced run
+    #    becomes a regression case, with the trace as the evidence.
+    bug_trace = trace_file.with_name("bug-report.jsonl")
+    build_agent(model, hole=HOLES[0], plugins=[Tracing(jsonl=str(bug_trace))], first_putter=True).run_sync(HOLES[0].prompt)
+    regressions = trace_file.with_name("regressions.jsonl")
+    case = add_case(bug_trace, regressions, expect={"tool_errors": 0}, case_id="putter-on-hole-1")
+    print(f"case {case.id!r} added to {regressions}; evidence: trace {case.metadata['evidence']['trace_id']}")
+    for label, first_putter in (("the first putter", True), ("the fixed putter", False)):
+        replayed = evaluate(
+            regressions, lambda case, first_putter=first_putter: build_agent(replay_model(case), hole=HOLES[0], first_putter=first_putter), [tool_errors()], progress=False, name="regressions"
+        )
+        print(f"regression case with {label}: pass rate {replayed.pass_rate:.0%}")
     return report
 
 
-__all__ = ["DATASET", "HOLES", "SCORERS", "build_agent", "main", "make_golfer_for"]
+__all__ = ["DATASET", "HOLES", "SCORERS", "build_agent", "golf_tools", "main", "make_golfer_for"]
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,8 @@ def caddie(request):
     if len(shots) < len(plan):
         club, meters = plan[len(shots)]
         return call(club) if meters is None else call(club, meters=meters)
+    if shots[-1].is_error:
+        return "The putter says the ball is too far away. I could not hole out."
     return re.search(r"Holed out in \d+", shots[-1].content).group(0) + "."
 
 
@@ -55,3 +57,12 @@ def test_a_strict_trajectory_catches_the_driver_on_hole_3():
     report = evaluate(example.DATASET, example.make_golfer_for(FunctionModel(caddie)), [trajectory(mode="ordered", allow_extras=False)], progress=False)
     assert [c.pass_rate for c in report.cases] == [1.0, 1.0, 0.0]
     assert "extra: ['drive']" in report.case("hole-3").runs[0].scores[0].detail
+
+
+def test_a_reported_failure_becomes_a_case_that_fails_until_the_putter_is_fixed(capsys):
+    example = load_example()
+    example.main(FunctionModel(caddie))
+    out = capsys.readouterr().out
+    assert "case 'putter-on-hole-1' added to" in out
+    assert "regression case with the first putter: pass rate 0%" in out
+    assert "regression case with the fixed putter: pass rate 100%" in out

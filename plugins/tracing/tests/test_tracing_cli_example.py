@@ -70,6 +70,8 @@ def caddie(request):
     if len(shots) < len(plans[hole]):
         club, meters = plans[hole][len(shots)]
         return call(club) if meters is None else call(club, meters=meters)
+    if shots[-1].is_error:  # the example's bug report: the first putter refuses a ball on the green
+        return "I could not hole out."
     return re.search(r"Holed out in \d+", shots[-1].content).group(0)
 
 

@@ -10,14 +10,16 @@ from typing import Any, ClassVar
 
 import bandoneon
 
+from .cases import add_case, case_from_messages, case_from_trace
 from .dataset import Case, DatasetError, load_dataset
-from .record import RecordingProvider, ReplayMismatch, ReplayProvider
+from .record import CaseReplay, RecordingProvider, ReplayMismatch, ReplayProvider, replay_model
 from .report import CaseSummary, Regression, Report, ReportError, compare, load_report
 from .runner import CaseRun, Progress, evaluate, run_case, run_eval
-from .scorers import JudgeError, Sample, Score, Scorer, contains, custom, exact, judge, regex, tool_calls_of, trajectory
+from .scorers import JudgeError, Sample, Score, Scorer, contains, custom, exact, judge, regex, stop_reason, tool_calls_of, tool_errors, trajectory
 
 __all__ = [
     "Case",
+    "CaseReplay",
     "CaseRun",
     "CaseSummary",
     "DatasetError",
@@ -33,6 +35,9 @@ __all__ = [
     "Sample",
     "Score",
     "Scorer",
+    "add_case",
+    "case_from_messages",
+    "case_from_trace",
     "compare",
     "contains",
     "custom",
@@ -42,15 +47,18 @@ __all__ = [
     "load_dataset",
     "load_report",
     "regex",
+    "replay_model",
     "run_case",
     "run_eval",
+    "stop_reason",
     "tool_calls_of",
+    "tool_errors",
     "trajectory",
 ]
 
 
 class Evals(bandoneon.Plugin):
-    """Adds ``bandoneon eval run|compare|worker``. Evals run agents; they do not hook into one."""
+    """Adds ``bandoneon eval run|compare|worker|add-case``. Evals run agents; they do not hook into one."""
 
     name: ClassVar[str] = "evals"
 

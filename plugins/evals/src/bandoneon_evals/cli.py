@@ -1,4 +1,5 @@
-"""``bandoneon eval run`` (CI gate with ``--min-pass-rate``), ``eval compare`` and ``eval worker``."""
+"""``bandoneon eval run`` (CI gate with ``--min-pass-rate``), ``eval compare``, ``eval worker``
+and ``eval add-case`` (a recorded run becomes a regression case)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import bandoneon
 
 from . import scorers as builtin
+from .cases import add_case, parse_expect
 from .celery_backend import CeleryBackend, load_scorers
 from .dataset import DatasetError
 from .report import ReportError, compare, load_report
@@ -23,16 +25,19 @@ BUILTIN_PREFIX = "builtin:"
 
 def parse_scorer(spec: str) -> Any:
     """A built-in scorer by name — ``exact``, ``contains``, ``regex``,
-    ``trajectory[:exact|ordered|set][:strict]`` — else a ``module:attr`` import path."""
+    ``trajectory[:exact|ordered|set][:strict]``, ``tool_errors``, ``stop`` — else a
+    ``module:attr`` import path."""
     name, _, rest = spec.partition(":")
-    if name in ("exact", "contains", "regex") and not rest:
+    if name in ("exact", "contains", "regex", "tool_errors") and not rest:
         return getattr(builtin, name)()
+    if name == "stop" and not rest:
+        return builtin.stop_reason()
     if name == "trajectory":
         parts = [p for p in rest.split(":") if p]
         mode = parts[0] if parts else "ordered"
         return builtin.trajectory(mode=mode, allow_extras="strict" not in parts[1:])  # type: ignore[arg-type]
     if not rest:
-        raise bandoneon.ConfigError(f"unknown scorer {spec!r}; use exact, contains, regex, trajectory[:MODE[:strict]] or module:attr")
+        raise bandoneon.ConfigError(f"unknown scorer {spec!r}; use exact, contains, regex, trajectory[:MODE[:strict]], tool_errors, stop or module:attr")
     return load_scorers(spec)
 
 
@@ -53,7 +58,7 @@ def register(subparsers: Any) -> None:
     run = commands.add_parser("run", help="run a dataset against an agent and print the scorecard")
     run.add_argument("dataset", help="cases in .jsonl or .toml")
     run.add_argument("--agent", required=True, metavar="MODULE:FACTORY", help="a function returning a fresh Agent (optionally taking the case)")
-    run.add_argument("--scorer", action="append", default=[], metavar="SPEC", help="exact, contains, regex, trajectory[:exact|ordered|set][:strict] or MODULE:ATTR; repeatable (default: contains)")
+    run.add_argument("--scorer", action="append", default=[], metavar="SPEC", help="exact, contains, regex, trajectory[:exact|ordered|set][:strict], tool_errors, stop or MODULE:ATTR; repeatable (default: contains)")
     run.add_argument("--repeats", type=int, default=1)
     run.add_argument("--timeout", type=float, help="seconds per case run")
     run.add_argument("--concurrency", type=int, default=4, help="case runs at once in process (with --backend celery, the workers' own --concurrency decides)")
@@ -76,6 +81,15 @@ def register(subparsers: Any) -> None:
     worker.add_argument("--visibility-timeout", type=float, default=3600)
     worker.add_argument("--concurrency", type=int, default=1)
     worker.set_defaults(handler=worker_command)
+
+    add = commands.add_parser("add-case", help="turn a recorded run (a tracing JSONL trace or a saved session) into a dataset case")
+    add.add_argument("source", metavar="TRACE", help="a tracing plugin JSONL file, or a sessions plugin JSONL file")
+    add.add_argument("--span", metavar="ID", help="the run holding this span (an id or a unique prefix; default: the file's last run)")
+    add.add_argument("--to", required=True, metavar="DATASET.jsonl", help="the dataset to append the case to (created if missing)")
+    add.add_argument("--expect", action="append", default=[], metavar="KEY=VALUE", help="what a good run looks like: tool_errors=0, stop=end_turn, contains=TEXT, tools=a,b; repeatable")
+    add.add_argument("--id", dest="case_id", help="the case id (default: from the run's span id or the session id)")
+    add.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="tags (default: regression); repeatable")
+    add.set_defaults(handler=add_case_command)
 
 
 def _print_help(parser: argparse.ArgumentParser) -> int:
@@ -125,7 +139,7 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-BUILTIN_NAMES = ("exact", "contains", "regex", "trajectory")
+BUILTIN_NAMES = ("exact", "contains", "regex", "trajectory", "tool_errors", "stop")
 
 
 def _is_import_path(spec: str) -> bool:
@@ -177,4 +191,19 @@ def worker_command(args: argparse.Namespace) -> int:
 
     app = make_app(args.broker, visibility_timeout=args.visibility_timeout)
     app.worker_main(["worker", "--loglevel", "INFO", "--concurrency", str(args.concurrency), "-Q", "bandoneon_evals"])
+    return 0
+
+
+def add_case_command(args: argparse.Namespace) -> int:
+    try:
+        case = add_case(args.source, args.to, span=args.span, expect=parse_expect(args.expect), case_id=args.case_id, tags=args.tags or ("regression",))
+    except DatasetError as exc:
+        print(f"bandoneon eval add-case: {exc}", file=sys.stderr)
+        return 2
+    outcome = case.metadata["outcome"]
+    print(f"added case {case.id!r} to {args.to}: {len(case.metadata['replies'])} recorded replies, tools {', '.join(case.metadata['tools']) or '(none)'}; the run ended with {outcome['stop'] or 'an unknown stop'}")
+    for warning in case.metadata.get("replay_warnings", ()):
+        print(f"  warning: {warning}; a replay may differ from the run", file=sys.stderr)
+    if case.expected is None:
+        print("  no --expect given: say what a good run looks like (e.g. --expect tool_errors=0) before the case can pass or fail", file=sys.stderr)
     return 0

@@ -9,6 +9,10 @@ changed prompt or tool description shows up as a failing test, not as a silent r
 Matching is by content, not position, so concurrent cases replay correctly; identical
 requests are answered in recorded order. ``stream`` is not compared (it depends on who
 listens, not on what is asked).
+
+``replay_model(case)`` replays the replies kept in a case made from a recorded run
+(``add_case``) in order, without matching requests: the point is to re-run today's code
+against the model's choices of that day.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 import bandoneon
 
-__all__ = ["RecordingProvider", "ReplayMismatch", "ReplayProvider"]
+__all__ = ["CaseReplay", "RecordingProvider", "ReplayMismatch", "ReplayProvider", "replay_model"]
 
 
 class ReplayMismatch(bandoneon.BandoneonError):
@@ -116,3 +120,42 @@ class ReplayProvider:
 
     async def context_window(self) -> int | None:
         return self._window
+
+
+class CaseReplay:
+    """Answers with the replies recorded in a case (``metadata.replies``, from ``add_case``), in
+    order, whatever is asked: the model's recorded choices replayed against today's tools and
+    plugins. A run that asks for more replies than were recorded gets ``ReplayMismatch``."""
+
+    name = "replay"
+
+    def __init__(self, case: Any, *, context_window: int | None = None):
+        replies = (case.metadata or {}).get("replies")
+        if not isinstance(replies, list):
+            raise bandoneon.ConfigError(f"case {case.id!r} has no recorded replies (metadata.replies); make it with add_case / `bandoneon eval add-case`")
+        self.case_id = case.id
+        self._replies = [bandoneon.structure(data, bandoneon.ModelReply) for data in replies]
+        self._next = 0
+        self.model = next((r.model for r in self._replies if r.model), None) or "replay"
+        self._window = context_window
+
+    @property
+    def remaining(self) -> int:
+        return len(self._replies) - self._next
+
+    async def complete(self, request: bandoneon.ModelRequest, *, on_delta: bandoneon.DeltaCallback | None = None) -> bandoneon.ModelReply:
+        if self._next >= len(self._replies):
+            raise ReplayMismatch(f"case {self.case_id!r}: the run asked for model reply #{self._next + 1}; the recorded run had {len(self._replies)}")
+        reply = self._replies[self._next]
+        self._next += 1
+        if on_delta is not None and reply.message.content:
+            await on_delta("text", reply.message.content)
+        return reply
+
+    async def context_window(self) -> int | None:
+        return self._window
+
+
+def replay_model(case: Any, *, context_window: int | None = None) -> CaseReplay:
+    """A provider replaying ``case``'s recorded replies: ``Agent(replay_model(case), tools=...)``."""
+    return CaseReplay(case, context_window=context_window)

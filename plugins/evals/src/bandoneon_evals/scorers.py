@@ -32,6 +32,8 @@ __all__ = [
     "judge",
     "regex",
     "score_sample",
+    "stop_reason",
+    "tool_errors",
     "tool_calls_of",
     "trajectory",
 ]
@@ -202,6 +204,36 @@ def _is_subsequence(want: Sequence[str], got: Sequence[str]) -> bool:
         if position < len(want) and item == want[position]:
             position += 1
     return position == len(want)
+
+
+# ---------------------------------------------------------------- how the run went
+
+
+def tool_errors(most: int | None = None, *, name: str = "tool_errors") -> Scorer:
+    """At most ``most`` tool results came back as errors (default: the case's expected
+    ``tool_errors``). The check for a regression case replayed from a run whose tool failed."""
+
+    def score(sample: Sample) -> Score:
+        limit = int(_expected(sample, most, "tool_errors", name))
+        if sample.result is None:
+            raise ValueError(f"{name}: the run has no messages to count tool errors in")
+        failed = [m.name or "?" for m in sample.result.messages if m.role == "tool" and m.is_error]
+        ok = len(failed) <= limit
+        return Score(name, 1.0 if ok else 0.0, ok, "" if ok else f"{len(failed)} tool error(s) ({', '.join(failed)}), at most {limit} expected")
+
+    return Scorer(name, score)
+
+
+def stop_reason(expected: str | None = None, *, name: str = "stop") -> Scorer:
+    """The run ended for the expected reason (default: the case's expected ``stop``), e.g. ``end_turn``."""
+
+    def score(sample: Sample) -> Score:
+        want = str(_expected(sample, expected, "stop", name))
+        got = sample.result.stop if sample.result is not None else None
+        ok = got == want
+        return Score(name, 1.0 if ok else 0.0, ok, "" if ok else f"expected the run to end with {want}, it ended with {got}")
+
+    return Scorer(name, score)
 
 
 # ---------------------------------------------------------------- your own check

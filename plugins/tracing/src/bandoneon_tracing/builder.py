@@ -141,6 +141,9 @@ class SpanBuilder:
                 "bandoneon.parent_run_id": event.parent_run_id,
                 "bandoneon.depth": run.depth,
                 "bandoneon.prompt": self._content(event.prompt),
+                # The tools the run had (not only those it called): an eval case made from this
+                # trace (`bandoneon eval add-case`) says what the model could choose from.
+                "bandoneon.tools": sorted(run.tools) or None,
             },
         )
         run.state[STATE_KEY] = state
@@ -218,19 +221,25 @@ class SpanBuilder:
         if state is None:
             return
         span = self._tool_span(state, event.call)
-        span.attributes.update(_clean(state, {"bandoneon.tool.arguments": self._content(event.call.arguments)}))
         state.tools[event.call.id] = span
         _current_tool.set(span)
 
     def _tool_span(self, state: RunTrace, call: bandoneon.ToolCall) -> Span:
         state.seen_calls.add(call.id)
         parent = state.turn_span if state.turn_span is not None else state.run_span
+        # Arguments on every tool span, refused and unknown calls included: with the model
+        # span's text they are the model's whole reply, which a replay needs.
         return self._open(
             state,
             f"execute_tool {call.name}",
             "tool",
             parent,
-            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id},
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.id,
+                "bandoneon.tool.arguments": self._content(call.arguments),
+            },
         )
 
     def _on_tool_refused(self, run: bandoneon.RunContext, event: bandoneon.ToolRefused) -> None:

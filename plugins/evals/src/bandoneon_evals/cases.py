@@ -1,0 +1,287 @@
+"""Grow the dataset from real failures: a recorded run becomes an eval case, its trace the evidence.
+
+Two sources: a trace written by the tracing plugin (its JSONL file format: one span a line),
+or a session saved by the sessions plugin (its JSONL records). Both are read as files, through
+their documented formats, so evals needs neither plugin installed.
+
+The case keeps what a replay needs in ``metadata``: ``tools`` (what the model could choose
+from), ``replies`` (the model's replies in order, for ``replay_model``), ``outcome`` (how the
+recorded run ended) and ``evidence`` (where the run is recorded). A replay re-runs *your* code
+(tools, hooks, plugins) against the model's recorded choices, so a bug in a tool or a policy
+shows as a failing case until it is fixed; what the model would say after the fix needs a
+real model and a scorer on the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import bandoneon
+
+from .dataset import Case, DatasetError, load_dataset
+
+__all__ = ["add_case", "case_from_messages", "case_from_trace", "parse_expect", "read_source"]
+
+TRUNCATED = "… ["  # what the tracing plugin appends to a text it shortened
+OK_STOPS = ("end_turn", "terminal_tool")
+
+
+def case_from_trace(
+    path: str | os.PathLike[str],
+    *,
+    span: str | None = None,
+    expect: Any = None,
+    case_id: str | None = None,
+    tags: Sequence[str] = ("regression",),
+) -> Case:
+    """The case of one run of a tracing JSONL file: the run holding ``span`` (a span id or a
+    unique prefix of one), else the file's last top-level run."""
+    spans = _read_spans(Path(path))
+    by_id = {s["span_id"]: s for s in spans}
+    run = _pick_run(spans, span, path, by_id)
+    children: dict[str, list[dict[str, Any]]] = {}
+    for item in spans:
+        children.setdefault(item.get("parent_id") or "", []).append(item)
+    attributes = run.get("attributes") or {}
+    prompt = attributes.get("bandoneon.prompt")
+    if not isinstance(prompt, str):
+        raise DatasetError(f"{path}: run {run['span_id']} has no prompt in its trace (was it traced with capture_content=False?); nothing to replay")
+    replies, warnings = _replies_of(run, children)
+    called = [call["name"] for reply in replies for call in reply["message"]["tool_calls"]]
+    tool_spans = [s for s in _descendants(run, children) if s.get("kind") == "tool" and _run_of(s, by_id) is run]
+    stop = attributes.get("bandoneon.stop_reason")
+    outcome = {
+        "stop": stop,
+        "ok": stop in OK_STOPS,
+        "text": next((r["message"]["content"] for r in reversed(replies) if r["message"]["content"]), None),
+        "error": run.get("error"),
+        "turns": attributes.get("bandoneon.turns"),
+        "tool_errors": [s.get("attributes", {}).get("gen_ai.tool.name") for s in tool_spans if s.get("status") == "error"],
+    }
+    evidence = {"trace": str(Path(path).resolve()), "trace_id": run["trace_id"], "span_id": run["span_id"]}
+    tools = attributes.get("bandoneon.tools") or sorted(set(called))
+    return _build(case_id or f"trace-{run['span_id'][:12]}", prompt, expect, tags, tools, replies, outcome, evidence, warnings)
+
+
+def case_from_messages(
+    messages: Iterable[bandoneon.Message],
+    *,
+    expect: Any = None,
+    case_id: str,
+    evidence: Mapping[str, Any] | None = None,
+    tags: Sequence[str] = ("regression",),
+) -> Case:
+    """The case of the last exchange of a history (a saved session, ``agent.messages``): its last
+    user message is the input, the assistant messages after it are the replies; earlier messages
+    are kept as ``metadata.history`` (the conversation the run started from)."""
+    history = list(messages)
+    last_user = next((n for n in range(len(history) - 1, -1, -1) if history[n].role == "user"), None)
+    if last_user is None:
+        raise DatasetError(f"{case_id}: the history has no user message; nothing to make a case of")
+    after = history[last_user + 1 :]
+    replies = [
+        bandoneon.unstructure(bandoneon.ModelReply(m, "tool_calls" if m.tool_calls else "stop"))
+        for m in after
+        if m.role == "assistant"
+    ]
+    text = next((m.content for m in reversed(after) if m.role == "assistant" and m.content), None)
+    outcome = {"stop": None, "ok": None, "text": text, "error": None, "turns": len(replies), "tool_errors": [m.name for m in after if m.role == "tool" and m.is_error]}
+    tools = sorted({c.name for m in after for c in m.tool_calls})
+    extra = {"history": [bandoneon.unstructure(m) for m in history[:last_user]]} if last_user else {}
+    return _build(case_id, history[last_user].content, expect, tags, tools, replies, outcome, dict(evidence or {}), [], extra)
+
+
+def read_source(path: str | os.PathLike[str], *, span: str | None = None, expect: Any = None, case_id: str | None = None, tags: Sequence[str] = ("regression",)) -> Case:
+    """A case from a trace or a saved session file, told apart by their first record."""
+    source = Path(path)
+    first = _first_record(source)
+    if first.get("type") != "session":
+        return case_from_trace(source, span=span, expect=expect, case_id=case_id, tags=tags)
+    if span is not None:
+        raise DatasetError(f"{source}: --span picks a run of a trace; a saved session has one conversation (its last exchange is used)")
+    return case_from_messages(
+        _session_messages(source), expect=expect, case_id=case_id or f"session-{first.get('id', source.stem)}", evidence={"session": str(source.resolve())}, tags=tags
+    )
+
+
+def add_case(
+    source: str | os.PathLike[str] | Case,
+    to: str | os.PathLike[str],
+    *,
+    span: str | None = None,
+    expect: Any = None,
+    case_id: str | None = None,
+    tags: Sequence[str] = ("regression",),
+) -> Case:
+    """Append the case of a recorded run (a trace or session file, or a ``Case``) to the JSONL
+    dataset ``to``. The dataset is checked with ``load_dataset`` before and after, and written
+    atomically: a duplicate id or a broken dataset is refused and the file is left as it was."""
+    case = source if isinstance(source, Case) else read_source(source, span=span, expect=expect, case_id=case_id, tags=tags)
+    target = Path(to)
+    if target.suffix not in (".jsonl", ".ndjson"):
+        raise DatasetError(f"{target}: cases are appended to a .jsonl dataset")
+    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    if existing.strip():
+        ids = {c.id for c in load_dataset(target)}
+        if case.id in ids:
+            raise DatasetError(f"{target}: a case with the id {case.id!r} is already there; pass another id (--id)")
+    line = json.dumps(case.to_json(), ensure_ascii=False, default=str)
+    Case.from_json(json.loads(line), f"{target}: new case")
+    separator = "" if not existing or existing.endswith("\n") else "\n"
+    bandoneon.write_atomically(target, existing + separator + line + "\n")
+    return case
+
+
+def parse_expect(items: Sequence[str]) -> dict[str, Any] | None:
+    """``["tool_errors=0", "tools=iron,putt", "contains=Holed out"]`` → the case's ``expected``.
+
+    A value is JSON when it reads as JSON, else text; ``tools`` with commas is a list."""
+    expected: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise DatasetError(f"--expect {item!r}: write KEY=VALUE (tool_errors=0, stop=end_turn, contains=TEXT, tools=a,b)")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = [t.strip() for t in raw.split(",") if t.strip()] if key == "tools" else raw
+        expected[key.strip()] = value
+    return expected or None
+
+
+# ---------------------------------------------------------------- reading traces
+
+
+def _first_record(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise DatasetError(f"{path}:{number}: not JSON ({exc.msg}); expected a tracing JSONL trace or a saved session") from None
+                    if not isinstance(record, dict):
+                        raise DatasetError(f"{path}:{number}: expected a span or a session record, got {type(record).__name__}")
+                    return record
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such trace or session file") from None
+    raise DatasetError(f"{path}: the file is empty")
+
+
+def _read_spans(path: Path) -> list[dict[str, Any]]:
+    spans = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such trace file") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(data, dict) or not {"span_id", "trace_id", "kind", "start"} <= data.keys():
+            raise DatasetError(f"{path}:{number}: not a span of a tracing JSONL trace")
+        spans.append(data)
+    if not spans:
+        raise DatasetError(f"{path}: the trace is empty")
+    return spans
+
+
+def _pick_run(spans: list[dict[str, Any]], span: str | None, path: Any, by_id: dict[str, Any]) -> dict[str, Any]:
+    if span is None:
+        roots = [s for s in spans if s["kind"] == "run" and not s.get("parent_id")]
+        if not roots:
+            raise DatasetError(f"{path}: the trace has no run span")
+        return max(roots, key=lambda s: s["start"])
+    matches = [s for s in spans if s["span_id"].startswith(span)]
+    if len(matches) != 1:
+        found = "no span" if not matches else f"{len(matches)} spans"
+        raise DatasetError(f"{path}: {found} with an id starting {span!r}; `bandoneon trace show {path}` lists the spans")
+    run = _run_of(matches[0], by_id)
+    if run is None:
+        raise DatasetError(f"{path}: span {span!r} is not inside a run")
+    return run
+
+
+def _run_of(span: dict[str, Any], by_id: dict[str, Any]) -> dict[str, Any] | None:
+    """The nearest run span at or above ``span`` (a subagent's spans belong to its own run)."""
+    current: dict[str, Any] | None = span
+    while current is not None and current["kind"] != "run":
+        current = by_id.get(current.get("parent_id") or "")
+    return current
+
+
+def _descendants(root: dict[str, Any], children: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    found, stack = [], list(children.get(root["span_id"], ()))
+    while stack:
+        item = stack.pop()
+        found.append(item)
+        stack.extend(children.get(item["span_id"], ()))
+    return found
+
+
+def _replies_of(run: dict[str, Any], children: dict[str, list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The model's replies, in order: each model span's text with the tool calls of its turn."""
+    replies: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    turns = sorted((s for s in children.get(run["span_id"], ()) if s["kind"] == "turn"), key=lambda s: s["start"])
+    for turn in turns:
+        inside = sorted(children.get(turn["span_id"], ()), key=lambda s: s["start"])
+        for model in (s for s in inside if s["kind"] == "model"):
+            attributes = model.get("attributes") or {}
+            if model.get("status") == "error" and "gen_ai.response.model" not in attributes:
+                continue  # the call failed: there is no reply to replay
+            names = list(attributes.get("bandoneon.tool_calls") or ())
+            calls = []
+            for tool in (s for s in inside if s["kind"] == "tool"):
+                tool_attributes = tool.get("attributes") or {}
+                if names and tool_attributes.get("gen_ai.tool.name") == names[0]:
+                    names.pop(0)
+                    arguments = tool_attributes.get("bandoneon.tool.arguments")
+                    if arguments is None or TRUNCATED in arguments:
+                        warnings.append(f"turn {attributes.get('bandoneon.turn')}: the arguments of {tool_attributes['gen_ai.tool.name']} are not in the trace in full")
+                    calls.append({"id": tool_attributes.get("gen_ai.tool.call.id", tool["span_id"]), "name": tool_attributes["gen_ai.tool.name"], "arguments": arguments or "{}"})
+            text = attributes.get("bandoneon.output") or ""
+            if TRUNCATED in text:
+                warnings.append(f"turn {attributes.get('bandoneon.turn')}: the model's text was shortened in the trace")
+            reasons = attributes.get("gen_ai.response.finish_reasons") or ["tool_calls" if calls else "stop"]
+            usage = {
+                "input_tokens": attributes.get("gen_ai.usage.input_tokens") or 0,
+                "output_tokens": attributes.get("gen_ai.usage.output_tokens") or 0,
+                "requests": 1,
+            }
+            message = bandoneon.Message.assistant(text, [bandoneon.ToolCall(c["id"], c["name"], c["arguments"]) for c in calls])
+            reply = bandoneon.ModelReply(message, reasons[0], bandoneon.structure(usage, bandoneon.Usage), attributes.get("gen_ai.response.model"))
+            replies.append(bandoneon.unstructure(reply))
+    return replies, warnings
+
+
+def _session_messages(path: Path) -> list[bandoneon.Message]:
+    """The history of a saved session file (its ``message`` and ``clear`` records)."""
+    messages: list[bandoneon.Message] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if record.get("type") == "message":
+                messages.append(bandoneon.structure(record["message"], bandoneon.Message))
+            elif record.get("type") == "clear":
+                messages.clear()
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DatasetError(f"{path}:{number}: not a session record ({type(exc).__name__}: {str(exc)[:120]})") from None
+    return messages
+
+
+def _build(case_id: str, prompt: str, expect: Any, tags: Sequence[str], tools: Sequence[str], replies: list[dict[str, Any]], outcome: dict[str, Any], evidence: dict[str, Any], warnings: list[str], extra: dict[str, Any] | None = None) -> Case:
+    metadata: dict[str, Any] = {"tools": list(tools), "replies": replies, "outcome": outcome, "evidence": evidence, **(extra or {})}
+    if warnings:
+        metadata["replay_warnings"] = warnings
+    return Case(case_id, prompt, expect, tuple(tags), metadata)
