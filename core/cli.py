@@ -74,9 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     tools.set_defaults(handler=lambda args: _help(tools))
     tools_commands = tools.add_subparsers(title="tools commands", metavar="COMMAND")
     check = tools_commands.add_parser("check", help="review tools the way the model sees them")
-    check.add_argument("target", help="MODULE or MODULE:ATTR (a tool, a list of tools, or an agent)")
+    check.add_argument("target", nargs="?", help="MODULE or MODULE:ATTR (a tool, a list of tools, or an agent)")
     check.add_argument("--max-tools", type=int, default=20)
     check.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    check.add_argument("--sample", nargs=2, action="append", default=[], metavar=("MODULE:FUNCTION", "ARGS_JSON"), help="run a tool on these arguments and measure its result; repeatable (tools' own examples= are run too)")
+    check.add_argument("--window", type=int, default=None, metavar="TOKENS", help="the model's context window results are measured against (default 32000)")
+    check.add_argument("--max-share", type=float, default=None, metavar="SHARE", help="warn when one result takes more than this share of the window (default 0.05)")
     check.set_defaults(handler=_tools_check)
 
     from .hooks import registration_hooks
@@ -209,7 +212,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def load_tools(target: str) -> list[Any]:
-    """The tools named by ``MODULE[:ATTR]``: a Tool, a list of them, an Agent, or every Tool in the module."""
+    """The tools named by ``MODULE[:ATTR]``: a Tool, a function, a list of them, an Agent, or every Tool in the module."""
     from .agent import Agent
     from .errors import ConfigError
     from .tools import Tool
@@ -239,24 +242,49 @@ def load_tools(target: str) -> list[Any]:
         return [value]
     if isinstance(value, (list, tuple)):
         return list(value)
-    raise ConfigError(f"{target!r} is not a tool, a list of tools or an agent")
+    if callable(value):  # a plain function: the caller makes it a tool, as @tool would
+        return [value]
+    raise ConfigError(f"{target!r} is not a tool, a function, a list of tools or an agent")
 
 
 def _tools_check(args: argparse.Namespace) -> int:
-    from .toolcheck import check_tools
+    from .errors import ConfigError
+    from .toolcheck import DEFAULT_MAX_SHARE, DEFAULT_WINDOW, check_tools, measure_examples, measure_tool
     from .tools import Tool
     from .tools import tool as make_tool
 
-    tools = [t if isinstance(t, Tool) else make_tool(t) for t in load_tools(args.target)]
-    if not tools:
+    window = DEFAULT_WINDOW if args.window is None else args.window
+    max_share = DEFAULT_MAX_SHARE if args.max_share is None else args.max_share
+    if window < 1 or not 0 < max_share <= 1:
+        raise ConfigError(f"--window must be a positive number of tokens and --max-share in (0, 1], got {window} and {max_share}")
+    if args.target is None and not args.sample:
+        raise ConfigError("name the tools to check (MODULE[:ATTR]) or give --sample MODULE:FUNCTION ARGS_JSON")
+    tools = [t if isinstance(t, Tool) else make_tool(t) for t in load_tools(args.target)] if args.target else []
+    samples = []
+    for target, raw in args.sample:
+        try:
+            arguments = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--sample {target} {raw!r}: the arguments are not JSON ({exc.msg} at character {exc.pos})") from None
+        if not isinstance(arguments, dict):
+            raise ConfigError(f"--sample {target} {raw!r}: the arguments must be one JSON object")
+        found = load_tools(target)
+        if len(found) != 1:
+            raise ConfigError(f"--sample {target}: name one tool or function (MODULE:FUNCTION)")
+        samples.append((found[0] if isinstance(found[0], Tool) else make_tool(found[0]), arguments))
+    if args.target and not tools:
         print(f"bandoneon: no tools found in {args.target!r} (name one with MODULE:ATTR)", file=sys.stderr)
         return 1
-    findings = check_tools(tools, max_tools=args.max_tools)
+    findings = check_tools(tools, max_tools=args.max_tools) if tools else []
+    findings += measure_examples(tools, window=window, max_share=max_share)
+    for sample_tool, arguments in samples:
+        findings += measure_tool(sample_tool, arguments, window=window, max_share=max_share)
     for finding in findings:
         print(finding)
     errors = sum(1 for f in findings if f.severity == "error")
-    warnings = len(findings) - errors
-    print(f"{len(tools)} tools checked: {errors} errors, {warnings} warnings")
+    warnings = sum(1 for f in findings if f.severity == "warning")
+    measured = sum(1 for f in findings if f.severity == "size")
+    print(f"{len(tools)} tools checked" + (f", {measured} results measured" if measured else "") + f": {errors} errors, {warnings} warnings")
     return 1 if errors or (args.strict and warnings) else 0
 
 

@@ -1,20 +1,38 @@
 """Review tools the way the model sees them (level 3, "Check your tools like the model would").
 
-Only the card is read: name, description, schema. Errors are things a model cannot work
-around (no description, a schema that accepts anything); warnings are things that make it guess.
+The card is read: name, description, schema. Errors are things a model cannot work around (no
+description, a schema that accepts anything); warnings are things that make it guess.
+
+Then the output is measured ("Measure the output"): a tool run on sample arguments (its
+``examples=``, or ``--sample``) has its result counted in characters and estimated tokens, and a
+result above a share of the context window is a warning that says how to shrink it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from .tools import Tool
+from .errors import ToolError
+from .tools import ArgumentsError, Tool
 
-__all__ = ["Finding", "check_tools"]
+__all__ = ["DEFAULT_MAX_SHARE", "DEFAULT_WINDOW", "Finding", "check_tools", "estimate_tokens", "measure_examples", "measure_tool", "run_sample"]
+
+#: The window results are measured against, in tokens (tell it your model's real one: --window).
+DEFAULT_WINDOW = 32_000
+#: The share of that window one result may take before it is a warning.
+DEFAULT_MAX_SHARE = 0.05
+#: Four characters a token: the level's estimate, fine for deciding whether a result is too big.
+CHARACTERS_PER_TOKEN = 4
+SHRINK_ADVICE = (
+    "shrink it: paginate (return one page and a cursor for the next), summarise (return the lines "
+    "the model needs, not the whole record), or return a handle (keep the data, return an id a second "
+    "tool reads a part of)"
+)
 
 VAGUE_NAMES = frozenset(
     {"do", "do_stuff", "stuff", "run", "execute", "process", "handle", "tool", "helper", "func", "function",
@@ -26,7 +44,7 @@ _FORMAT_HINTS = ("date", "time", "email", "url", "uri", "id", "phone", "path", "
 
 @attrs.frozen
 class Finding:
-    severity: str  # "error" or "warning"
+    severity: str  # "error", "warning" or "size" (a measurement, neither good nor bad)
     tool: str
     message: str
 
@@ -88,3 +106,44 @@ def _check_one(tool: Tool) -> list[Finding]:
 
 def _mentions_format(description: str) -> bool:
     return bool(re.search(r"YYYY|ISO|format|like |e\.g\.|such as|\d", description))
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARACTERS_PER_TOKEN)
+
+
+def run_sample(tool: Tool, arguments: Mapping[str, Any]) -> tuple[str, bool]:
+    """Run ``tool`` on ``arguments`` as the loop would (validated, no run context) and return the
+    text the model would read and whether it is an error. Arguments that do not fit the tool
+    raise ``ArgumentsError``; any other failure of the tool raises as is."""
+    import asyncio  # kept out of `import bandoneon`; checking tools is a command, not the hot path
+
+    validated = tool.validate(json.dumps(dict(arguments)))
+    try:
+        return asyncio.run(tool.invoke(validated, None)), False
+    except ToolError as exc:
+        return str(exc), True
+
+
+def measure_tool(tool: Tool, arguments: Mapping[str, Any], *, window: int = DEFAULT_WINDOW, max_share: float = DEFAULT_MAX_SHARE) -> list[Finding]:
+    """The size of ``tool``'s result on ``arguments``: a ``size`` finding, plus a warning saying how
+    to shrink it when it takes more than ``max_share`` of a ``window``-token context."""
+    label = f"{tool.name}({json.dumps(dict(arguments), ensure_ascii=False, default=str)})"
+    try:
+        text, is_error = run_sample(tool, arguments)
+    except ArgumentsError as exc:
+        return [Finding("error", label, f"the sample arguments do not fit the tool: {exc}")]
+    except Exception as exc:
+        return [Finding("error", label, f"the tool raised {type(exc).__name__}: {exc} (a model would get an error, not a result)")]
+    tokens = estimate_tokens(text)
+    share = tokens / window
+    kind = "error result" if is_error else "result"
+    found = [Finding("size", label, f"{kind} of {len(text):,} characters, ~{tokens:,} tokens ({share:.1%} of a {window:,}-token window)")]
+    if share > max_share:
+        found.append(Finding("warning", label, f"one result takes {share:.1%} of the window (limit {max_share:.0%}), and the model reads it again every turn; {SHRINK_ADVICE}"))
+    return found
+
+
+def measure_examples(tools: Iterable[Tool], *, window: int = DEFAULT_WINDOW, max_share: float = DEFAULT_MAX_SHARE) -> list[Finding]:
+    """``measure_tool`` on every example every tool declares (``@tool(examples=[...])``)."""
+    return [finding for tool in tools for example in tool.examples for finding in measure_tool(tool, example, window=window, max_share=max_share)]

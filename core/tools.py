@@ -44,6 +44,8 @@ class Tool:
     answer), ``needs_approval`` (a person says yes first), ``untrusted_output`` (its result is
     outside text), ``capabilities`` (for policy), ``timeout`` (seconds, overrides the agent's
     ``tool_timeout``), ``rerunnable`` (False: its results are never truncated by compaction).
+    ``examples`` are sample arguments ``bandoneon tools check`` runs the tool on, to measure how
+    much of the model's context window one result takes (level 3: measure the output).
     """
 
     name: str
@@ -56,6 +58,7 @@ class Tool:
     capabilities: frozenset[str] = frozenset()
     timeout: float | None = None
     rerunnable: bool = True
+    examples: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=tuple)
     _arguments_class: type | None = None
     _context_parameter: str | None = None
     _is_async: bool = False
@@ -169,6 +172,7 @@ def tool(
     capabilities: Iterable[str] = (),
     timeout: float | None = None,
     rerunnable: bool = True,
+    examples: Iterable[Mapping[str, Any]] = (),
 ) -> Callable[[F], Tool]: ...
 
 
@@ -195,7 +199,12 @@ def make_tool(
     capabilities: Iterable[str] = (),
     timeout: float | None = None,
     rerunnable: bool = True,
+    examples: Iterable[Mapping[str, Any]] = (),
 ) -> Tool:
+    examples = tuple(examples)
+    for example in examples:
+        if not isinstance(example, Mapping):
+            raise TypeError(f"tool {function.__name__}: each of examples= is the arguments of one call, as a dict; got {example!r}")
     capabilities = frozenset(capabilities)
     unknown = capabilities - CAPABILITIES
     if unknown:
@@ -233,6 +242,7 @@ def make_tool(
         capabilities=capabilities,
         timeout=timeout,
         rerunnable=rerunnable,
+        examples=examples,
         arguments_class=arguments_class,
         context_parameter=context_parameter,
         is_async=inspect.iscoroutinefunction(function),

@@ -78,3 +78,11 @@ def test_typed_answers_repairs_an_answer_that_does_not_fit(capsys):
     assert "Buenos Aires: 80% -> bring umbrella" in capsys.readouterr().out
     repair = model.requests[2].messages[-1]
     assert repair.role == "tool" and "Field 'rain_chance' must be an integer" in repair.content
+
+
+def test_level_03_tools_check_measures_crookys_whole_type_chart(capsys):
+    assert cli(["tools", "check", str(EXAMPLES / "level_03_designing_a_tool.py")]) == 0
+    out = capsys.readouterr().out
+    chart = next(line for line in out.splitlines() if line.startswith("WARNING type_chart({})"))
+    assert "of the window (limit 5%)" in chart and "paginate" in chart
+    assert 'SIZE    check_matchup({"attack": "grass", "defend": "water"}): result of 35 characters' in out
