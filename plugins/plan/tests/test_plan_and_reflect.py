@@ -197,3 +197,31 @@ def test_the_paper_round_review_catches_the_paper_in_the_bushes():
     assert "Review found: #14 has no paper on the porch. Fix it." in [m.content for m in script.requests[4].messages]
     assert "- [completed] Deliver to #14 (id 2)" in script.requests[4].system_prompt  # the plan survived into the fix
     script.assert_all_used()
+
+
+def test_the_locked_gate_goes_to_a_person_whose_correction_finishes_the_round(capsys):
+    pytest.importorskip("bandoneon_human", reason="the escalation part of the example needs bandoneon-human")
+    from bandoneon_human import Answer
+
+    example = load_script(EXAMPLE)
+    asked = []
+
+    def editor(request):
+        asked.append(request.arguments["findings"])
+        return Answer(False, "editor", "The gate at #18 is locked: leave it in the mailbox.")
+
+    script = ScriptedModel(
+        [call("deliver", house=h) for h in (12, 14, 18)],
+        "Delivered.",
+        [call("deliver", house=14), call("deliver", house=18)],
+        "Fixed.",
+        call("deliver", house=18),
+        "Tried again.",
+        call("deliver", house=18, where="mailbox"),
+        "#18's paper is in the mailbox.",
+    )
+    outcome = example.main_with_a_person(script, person=editor)
+    assert asked == [["#18 has no paper on the porch"]]
+    assert outcome.passed and outcome.accepted and outcome.rounds == 3
+    assert "-> corrected: 'The gate at #18 is locked: leave it in the mailbox.'" in capsys.readouterr().out
+    script.assert_all_used()

@@ -23,7 +23,10 @@ __all__ = ["Answer", "ApprovalRequest", "Callbacks", "Channel", "HumanQueue", "Q
 
 @attrs.frozen
 class ApprovalRequest:
-    """A call waiting for a person: ``shown`` is the exact call (tool and arguments)."""
+    """A call waiting for a person: ``shown`` is the exact call (tool and arguments).
+
+    ``kind="review"``: work whose review rounds ran out (``tool`` is ``"review"``, ``arguments``
+    hold the open ``findings``); yes accepts it as it is, no with a note is a correction."""
 
     id: str
     run_id: str
@@ -90,8 +93,12 @@ class Terminal:
         self.who = who
 
     async def approve(self, request: ApprovalRequest) -> Answer:
-        self._output(f"\nThe agent wants to run:\n  {request.shown}\nWhy it needs approval: {request.reason}")
-        typed = (await asyncio.to_thread(self._input, "Approve? [y/N] ")).strip()
+        if request.kind == "review":
+            self._output(f"\nThe {request.shown}")
+            typed = (await asyncio.to_thread(self._input, "Accept it as it is? [y, or type what to fix] ")).strip()
+        else:
+            self._output(f"\nThe agent wants to run:\n  {request.shown}\nWhy it needs approval: {request.reason}")
+            typed = (await asyncio.to_thread(self._input, "Approve? [y/N] ")).strip()
         if typed.lower() in ("y", "yes"):
             return Answer(True, self.who)
         note = "" if typed.lower() in ("", "n", "no") else typed

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar
 
 import attrs
@@ -325,6 +326,36 @@ class Human(bandoneon.Plugin):
             why = f"no one answered within {self.ask_timeout:g} seconds" if outcome == "timeout" else "the question could not reach a person"
             return f"No answer ({why}). {self.ask_default}"
         return answer.strip() or "The person answered with nothing."
+
+    # ---------------------------------------------------------------- reviews that ran out
+
+    async def review_exhausted(self, findings: Sequence[str], *, task: str, rounds: int, run_id: str = "") -> Answer | None:
+        """Hand work whose review rounds ran out with ``findings`` open to a person, through the
+        approval channel (level 12: "two or three rounds, then hand it to a person").
+
+        Returns the person's ``Answer``: ``approved`` accepts the work as it is; not approved,
+        its ``note`` is their correction (empty: they gave none). A correction queued with
+        ``steer`` while waiting is taken as the correction. None when nobody answered in
+        ``timeout`` or the channel failed: the work stays open, never silently accepted.
+        """
+        listed = "\n".join(f"  - {finding}" for finding in findings)
+        shown = f"review of {task[:200]!r} after {rounds} fix round(s), still open:\n{listed}"
+        request = ApprovalRequest(
+            uuid.uuid4().hex[:12], run_id, "review", {"findings": list(findings), "task": task}, shown,
+            "the review rounds ran out with findings open: accept the work as it is, or say what to fix", kind="review",
+        )
+        started = time.monotonic()
+        outcome, answer, error = await self._wait(request)
+        if outcome == "steered":
+            answer = Answer(False, "steering", self._take_corrections() or "")
+        elif outcome == "answered" and answer is not None:
+            outcome = "accepted" if answer.approved else "corrected"
+        fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
+        if error is not None:
+            log.error("human: the approval channel failed for a review: %s", error, exc_info=error)
+        self._record("review", run_id=run_id, request_id=request.id, findings=list(findings), outcome=outcome,
+                     by=answer.by if answer else "", note=answer.note if answer else "", waited_seconds=round(time.monotonic() - started, 3), **fields)
+        return answer
 
     # ---------------------------------------------------------------- audit
 

@@ -41,12 +41,15 @@ class Plan(bandoneon.Plugin):
     """Adds the plan tools and puts the whole plan in every request. ``agent.plan`` reads it.
 
     ``items`` starts the plan with these items (``plan_file``, when it exists, wins).
+    ``escalate``: when ``reflect``'s review rounds run out with findings open, ask a person
+    through the human plugin (the default of ``reflect(..., on_exhausted=)`` for this agent).
     """
 
     name: ClassVar[str] = "plan"
     agent_attributes: ClassVar[tuple[str, ...]] = ("plan",)
     plan_file: str | None = None
     guide: str = GUIDE
+    escalate: bool = False
     # An init argument (``items``) so that ``agent.fork()``, which copies plugins with
     # ``attrs.evolve``, gives the fork a copy of the plan along with the history.
     _items: list[PlanItem] = attrs.field(factory=list, converter=list, alias="items")

@@ -4,6 +4,11 @@ The review goes back to the *same* agent as a new run, so it keeps its history a
 plan and fixes only what is missing. Rounds are capped; the result says what is still open.
 Review the world when you can (``review`` callable); a critic model with a checklist when
 no code can check the work.
+
+When the rounds run out with findings open, ``on_exhausted`` hands the work to a person
+(level 12: "two or three rounds, then hand it to a person"): ``"human"`` asks through the
+human plugin's approval channel, a callable decides in your code. The answer accepts the work
+as it is (the result says so) or is a correction the agent gets as a new round.
 """
 
 from __future__ import annotations
@@ -11,17 +16,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 import bandoneon
 
-__all__ = ["ReflectResult", "critic", "reflect", "reflect_sync"]
+__all__ = ["Escalation", "ReflectResult", "critic", "reflect", "reflect_sync"]
 
 Review = Callable[[bandoneon.RunResult], Iterable[str] | str | None | Awaitable[Iterable[str] | str | None]]
 
 FIX_PROMPT = "Review found: {findings}. Fix it."
+CORRECTION_PROMPT = "The review still found: {findings}. A person looked at it and says: {correction}"
 
 CRITIC_PROMPT = (
     "You review another agent's work against a checklist. Reply PASS if every item is met. "
@@ -31,18 +37,39 @@ CRITIC_PROMPT = (
 
 
 @attrs.frozen
+class Escalation:
+    """A person's answer to findings left open when the rounds ran out: ``accepted`` (the work
+    as it is), ``corrected`` (``correction`` went back to the agent) or ``unanswered``."""
+
+    findings: tuple[str, ...]
+    outcome: Literal["accepted", "corrected", "unanswered"]
+    correction: str = ""
+    by: str = ""
+
+
+@attrs.frozen
 class ReflectResult:
-    """``result`` is the last run's; ``rounds`` how many fix rounds ran; ``open`` the
-    findings of the last review (empty when it passed); ``reviews`` every review's findings."""
+    """``result`` is the last run's; ``rounds`` how many fix rounds ran (a person's correction
+    is one); ``open`` the findings of the last review (empty when it passed); ``reviews`` every
+    review's findings; ``escalations`` what a person answered when the rounds ran out."""
 
     result: bandoneon.RunResult
     rounds: int
     open: tuple[str, ...]
     reviews: tuple[tuple[str, ...], ...]
+    escalations: tuple[Escalation, ...] = ()
 
     @property
     def passed(self) -> bool:
         return not self.open
+
+    @property
+    def accepted(self) -> bool:
+        """The review passed, or a person accepted the work with its findings open."""
+        return self.passed or (bool(self.escalations) and self.escalations[-1].outcome == "accepted")
+
+
+OnExhausted = Literal["human"] | Callable[[ReflectResult], Any] | None
 
 
 def _findings(value: Any) -> tuple[str, ...]:
@@ -60,6 +87,8 @@ async def reflect(
     *,
     max_rounds: int = 2,
     fix_prompt: str = FIX_PROMPT,
+    on_exhausted: OnExhausted = None,
+    max_escalations: int = 3,
 ) -> ReflectResult:
     """Run ``prompt``, then review and fix at most ``max_rounds`` times.
 
@@ -67,11 +96,22 @@ async def reflect(
         strings, one string, or None / empty when the work is right.
     :param max_rounds: fix rounds at most (0: review once, fix nothing).
     :param fix_prompt: the message a round sends; ``{findings}`` is replaced.
+    :param on_exhausted: who decides when the rounds run out with findings open. ``"human"``:
+        the human plugin of ``agent``, through its approval channel; a callable
+        ``on_exhausted(reflect_result)`` (sync or async) returning True (accept as it is), a
+        correction (text) or None/False (leave it open). Default: the plan plugin's
+        ``escalate`` option when the plan plugin is active, else nobody (the result says what
+        is open).
+    :param max_escalations: how many times a person is asked at most (each correction that
+        still leaves findings open asks again).
     """
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
         raise bandoneon.ConfigError(f"max_rounds must be an integer of at least 0, got {max_rounds!r}")
     if "{findings}" not in fix_prompt:
         raise bandoneon.ConfigError("fix_prompt must contain {findings}, or the agent never hears what is wrong")
+    if isinstance(max_escalations, bool) or not isinstance(max_escalations, int) or max_escalations < 1:
+        raise bandoneon.ConfigError(f"max_escalations must be an integer of at least 1, got {max_escalations!r}")
+    escalate = _escalation(agent, on_exhausted if on_exhausted is not None else _plan_default(agent))
 
     async def check(result: bandoneon.RunResult) -> tuple[str, ...]:
         value = review(result)
@@ -82,11 +122,77 @@ async def reflect(
     result = await agent.run(prompt)
     reviews = [await check(result)]
     rounds = 0
-    while reviews[-1] and rounds < max_rounds:
+    escalations: list[Escalation] = []
+    while reviews[-1]:
+        if rounds < max_rounds:
+            message = fix_prompt.format(findings="; ".join(reviews[-1]))
+        elif escalate is not None and len(escalations) < max_escalations:
+            so_far = ReflectResult(result, rounds, reviews[-1], tuple(reviews), tuple(escalations))
+            escalation = await escalate(so_far, prompt)
+            escalations.append(escalation)
+            if escalation.outcome != "corrected":
+                break
+            message = CORRECTION_PROMPT.format(findings="; ".join(reviews[-1]), correction=escalation.correction)
+        else:
+            break
         rounds += 1
-        result = await agent.run(fix_prompt.format(findings="; ".join(reviews[-1])))
+        result = await agent.run(message)
         reviews.append(await check(result))
-    return ReflectResult(result, rounds, reviews[-1], tuple(reviews))
+    return ReflectResult(result, rounds, reviews[-1], tuple(reviews), tuple(escalations))
+
+
+Escalate = Callable[[ReflectResult, str], Awaitable[Escalation]]
+
+
+def _plan_default(agent: bandoneon.Agent) -> OnExhausted:
+    """The plan plugin's ``escalate`` option, when the plan plugin is active."""
+    try:
+        return "human" if agent.plugin("plan").escalate else None
+    except KeyError:
+        return None
+
+
+def _escalation(agent: bandoneon.Agent, on_exhausted: OnExhausted) -> Escalate | None:
+    """What asks when the rounds run out, checked before the first run (a missing person is a
+    configuration error, not a surprise after the work is done)."""
+    if on_exhausted is None:
+        return None
+    if on_exhausted == "human":
+        # The approval channel, reached by the plugin's name and a public method, as the guard
+        # reaches request_approval: until the human plugin publishes this contract as a hookspec.
+        try:
+            ask = agent.plugin("human").review_exhausted
+        except (KeyError, AttributeError):
+            raise bandoneon.ConfigError("on_exhausted='human' (or Plan(escalate=True)) needs the human plugin (bandoneon-human) active in the agent") from None
+
+        async def ask_the_person(so_far: ReflectResult, task: str) -> Escalation:
+            answer = await ask(so_far.open, task=task, rounds=so_far.rounds, run_id=so_far.result.run_id)
+            if answer is None:
+                return Escalation(so_far.open, "unanswered")
+            if answer.approved:
+                return Escalation(so_far.open, "accepted", by=answer.by)
+            if not answer.note.strip():
+                return Escalation(so_far.open, "unanswered", by=answer.by)
+            return Escalation(so_far.open, "corrected", answer.note.strip(), answer.by)
+
+        return ask_the_person
+    if not callable(on_exhausted):
+        raise bandoneon.ConfigError(f"on_exhausted must be 'human', a callable or None, got {on_exhausted!r}")
+    decide = on_exhausted
+
+    async def ask_your_code(so_far: ReflectResult, task: str) -> Escalation:
+        value = decide(so_far)
+        if inspect.isawaitable(value):
+            value = await value
+        if value is True:
+            return Escalation(so_far.open, "accepted")
+        if isinstance(value, str) and value.strip():
+            return Escalation(so_far.open, "corrected", value.strip())
+        if value is None or value is False or (isinstance(value, str) and not value.strip()):
+            return Escalation(so_far.open, "unanswered")
+        raise TypeError(f"on_exhausted returned {value!r}; return True (accept), a correction (text) or None")
+
+    return ask_your_code
 
 
 def reflect_sync(agent: bandoneon.Agent, prompt: str, review: Review, **options: Any) -> ReflectResult:
