@@ -57,6 +57,9 @@ async def main(contender: str, count: int) -> dict:
         outcomes = await asyncio.gather(*(one(i) for i in range(count)), return_exceptions=True)
         elapsed = time.perf_counter() - started
         errors = sum(1 for o in outcomes if isinstance(o, BaseException))
+        failures = [o for o in outcomes if isinstance(o, BaseException)]
+        if failures:
+            print(f"{len(failures)} failed; first: {type(failures[0]).__name__}: {failures[0]}", file=sys.stderr)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     latencies.sort()
     return {
