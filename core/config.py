@@ -7,6 +7,8 @@ is a ``ConfigError`` that names the file, the key and what is expected.
 from __future__ import annotations
 
 import os
+import time
+from stat import S_ISREG
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,10 +44,31 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """The configuration at ``path`` (or the default location); an empty one if there is none."""
     explicit = path is not None or "BANDONEON_CONFIG" in os.environ
     file = Path(path or os.environ.get("BANDONEON_CONFIG") or CONFIG_FILE)
-    if not file.is_file():
+    try:
+        stat = file.stat()
+    except OSError:
+        stat = None
+    if stat is None or not S_ISREG(stat.st_mode):
         if explicit:
             raise ConfigError(f"configuration file {str(file)!r} does not exist")
         return Config()
+    # Every Agent() reads the configuration: parse a file once until it changes.
+    key = (str(file.absolute()), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
+    cached = _parsed.get(key[0])
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    config = _parse_config(file)
+    # As git does with racily clean files: a file changed within the clock's coarse tick could
+    # change again with the same stat, so only a file that has been still for a while is cached.
+    if time.time_ns() - stat.st_mtime_ns > 2_000_000_000:
+        _parsed[key[0]] = (key, config)
+    return config
+
+
+_parsed: dict[str, tuple[tuple[str, int, int, int], Config]] = {}
+
+
+def _parse_config(file: Path) -> Config:
     import tomllib
 
     try:

@@ -186,7 +186,7 @@ def build_plugin(cls: type, options: Mapping[str, Any] | None = None, *, source:
     """An instance of plugin ``cls`` from an options mapping, every key checked."""
     options = dict(options or {})
     try:
-        if attrs.has(cls):
+        if attrs.has(cls) and options:
             return structure(options, cls)
         return cls(**options)
     except StructureError as exc:

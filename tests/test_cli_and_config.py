@@ -101,3 +101,20 @@ def test_plugins_lists_installed_plugins(here, capsys):
     assert cli(["plugins"]) == 0
     out = capsys.readouterr().out
     assert out.strip()
+
+
+def test_an_edited_configuration_is_read_by_the_next_agent(tmp_path, monkeypatch):
+    """The parsed bandoneon.toml is cached per file, and an edit (even of the same size) is seen."""
+    import os
+
+    import bandoneon
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "bandoneon.toml"
+    config.write_text("max_turns = 7\n")
+    old = 1_000_000_000_000_000_000
+    os.utime(config, ns=(old, old))  # still for long enough to be cached
+    assert bandoneon.load_config().max_turns == 7
+    assert bandoneon.load_config().max_turns == 7
+    config.write_text("max_turns = 8\n")
+    assert bandoneon.load_config().max_turns == 8

@@ -56,7 +56,8 @@ def register_provider(prefix: str, factory: Callable[..., Provider]) -> None:
 def resolve_model(model: str | Provider, **options: Any) -> Provider:
     """A provider object for ``model``: returned as is if it already is one."""
     if not isinstance(model, str):
-        if not isinstance(model, Provider):
+        # Duck-typed like the Protocol, without its slow runtime isinstance (once per agent).
+        if not callable(getattr(model, "complete", None)):
             raise ConfigError(f"model must be a model string like 'openai:gpt-4o-mini' or a provider object, got {model!r}")
         return model
     prefix, sep, rest = model.partition(":")

@@ -63,7 +63,8 @@ class Backoff(bandoneon.Plugin):
             raise bandoneon.ConfigError(f"retry: max_delay ({self.max_delay}) must be at least base_delay ({self.base_delay})")
         if self.deadline is not None and not self.deadline > 0:
             raise bandoneon.ConfigError(f"retry: deadline must be a positive number of seconds, got {self.deadline} (leave it unset for none)")
-        self.random = random_module.Random(self.seed).random
+        # Seeding a generator reads the OS's entropy: only a seeded instance gets its own.
+        self.random = random_module.Random(self.seed).random if self.seed is not None else random_module.random
 
     @bandoneon.hookimpl
     async def retry_delay(self, run: bandoneon.RunContext, error: Exception, attempt: int) -> bandoneon.Retry | None:
