@@ -7,7 +7,7 @@ private. See the README for the tour and ``bandoneon.hookspecs`` for every hook.
 from .agent import Agent
 from .config import Config, load_config
 from .context import RunContext
-from .decisions import Compacted, Refuse, Respond, Retry, Stop
+from .decisions import Compacted, FinalAnswer, Refuse, Respond, Retry, SendBack, Stop
 from .errors import (
     AuthError,
     BadRequest,
@@ -25,6 +25,7 @@ from .errors import (
     ToolError,
 )
 from .events import (
+    AnswerSentBack,
     AssistantMessage,
     CompactionDone,
     Event,
@@ -101,6 +102,7 @@ __all__ = [
     "ChunkAssembler",
     "PROJECT",
     "Agent",
+    "AnswerSentBack",
     "AssistantMessage",
     "AuthError",
     "BadRequest",
@@ -112,6 +114,7 @@ __all__ = [
     "ConfigError",
     "DeltaCallback",
     "Event",
+    "FinalAnswer",
     "HttpClient",
     "InstalledPlugin",
     "JsonLimitError",
@@ -142,6 +145,7 @@ __all__ = [
     "RunInProgress",
     "RunResult",
     "RunStart",
+    "SendBack",
     "ServerError",
     "Stop",
     "StreamInterrupted",

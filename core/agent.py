@@ -67,6 +67,8 @@ class Agent(Generic[DepsT, OutputT]):
     ``tool``; see ``bandoneon.output``) and ``output_retries`` how many answers that do not fit
     are sent back before the run ends with ``stop="invalid_output"``. ``deps_type`` types the
     ``deps`` of ``run`` (``Agent[Deps, Output]`` for type checkers; checked when it is a class).
+    ``max_send_backs`` bounds how often ``check_answer`` hooks may send an answer back before
+    the run ends with ``stop="answer_refused"``.
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_mode: OutputMode = "auto",
         output_retries: int = 2,
         deps_type: type[DepsT] | None = None,
+        max_send_backs: int = 2,
     ):
         self._init_arguments = dict(locals())
         del self._init_arguments["self"]
@@ -141,6 +144,9 @@ class Agent(Generic[DepsT, OutputT]):
         if plugins is None:
             plugins = configured_plugins(self.config.plugins, source=self.config.source)
         self.hooks = Hooks(activate(plugins))
+        if max_send_backs < 0:
+            raise ConfigError(f"max_send_backs must be 0 or more, got {max_send_backs}")
+        self.max_send_backs = max_send_backs
         self.output_type = output_type
         self.output_mode = output_mode
         self.output_retries = output_retries

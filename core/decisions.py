@@ -1,4 +1,5 @@
-"""What hooks may answer: stop the run, refuse or answer a tool call, replace the history."""
+"""What hooks may answer: stop the run, refuse or answer a tool call, replace the history,
+rewrite or send back the final answer."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import attrs
 
 from .messages import Message
 
-__all__ = ["Compacted", "Refuse", "Respond", "Retry", "Stop"]
+__all__ = ["Compacted", "FinalAnswer", "Refuse", "Respond", "Retry", "SendBack", "Stop"]
 
 
 @attrs.frozen
@@ -55,3 +56,29 @@ class Retry:
 
     delay: float
     max_attempts: int | None = None
+
+
+@attrs.frozen
+class FinalAnswer:
+    """The run's answer as the caller will get it, before ``RunResult`` is made.
+
+    ``text`` is the final text (for a typed run, the answer's JSON); ``output`` the checked
+    value (for a plain-text run, the text again). ``stop`` is the exit that delivers it
+    (``end_turn``, ``terminal_tool``, or a limit followed by a wrap-up); ``answer`` is a
+    terminal tool's validated input (``RunResult.answer``), else None. ``can_send_back`` is
+    false for a wrap-up: the run is over, so a ``SendBack`` withholds the text instead.
+    A ``check_answer`` hook rewrites it by returning a changed copy (``attrs.evolve``).
+    """
+
+    text: str | None
+    output: Any
+    stop: str
+    answer: Any = None
+    can_send_back: bool = True
+
+
+@attrs.frozen
+class SendBack:
+    """Do not accept the final answer: the model reads ``reason`` and answers again."""
+
+    reason: str

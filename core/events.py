@@ -15,6 +15,7 @@ import attrs
 from .messages import Message, ModelRequest, ToolCall, Usage
 
 __all__ = [
+    "AnswerSentBack",
     "AssistantMessage",
     "CompactionDone",
     "Event",
@@ -110,6 +111,15 @@ class OutputDelta(Event):
     name: ClassVar[str] = "output_delta"
     partial: Any
     output: Any = None
+
+
+@attrs.frozen(eq=False)
+class AnswerSentBack(Event):
+    """A ``check_answer`` hook sent the model's answer back; ``reason`` is what the model reads."""
+
+    name: ClassVar[str] = "answer_sent_back"
+    turn: int
+    reason: str
 
 
 @attrs.frozen(eq=False)

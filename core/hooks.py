@@ -17,6 +17,7 @@ import attrs
 import pluggy
 
 from . import hookspecs
+from .decisions import FinalAnswer, SendBack
 from .errors import BandoneonError, ConfigError, PluginError
 from .plugins import PROJECT, installed_plugins, plugin_name
 
@@ -198,6 +199,22 @@ class Hooks:
 
     async def wrap_up(self, run: RunContext, stop: Stop) -> Message | None:
         return await self.first("wrap_up", run=run, stop=stop)
+
+    async def check_answer(self, run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack:
+        """Chained rewrites of the answer; the first ``SendBack`` ends the chain."""
+        for impl in self._impls["check_answer"]:
+            verdict = await self._call(impl, "check_answer", {"run": run, "answer": answer})
+            if isinstance(verdict, SendBack):
+                return verdict
+            if verdict is not None:
+                if not isinstance(verdict, FinalAnswer):
+                    raise PluginError(
+                        f"plugin {impl.plugin!r}: check_answer must return None, a FinalAnswer or SendBack, got {verdict!r}",
+                        plugin=impl.plugin,
+                        hook="check_answer",
+                    )
+                answer = verdict
+        return answer
 
     async def system_prompt_sections(self, run: RunContext) -> list[str]:
         return await self.collect("system_prompt_sections", run=run)

@@ -26,7 +26,7 @@ import pluggy
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
-    from .decisions import Compacted, Refuse, Respond, Retry, Stop
+    from .decisions import Compacted, FinalAnswer, Refuse, Respond, Retry, SendBack, Stop
     from .events import Event
     from .messages import Message, ModelRequest, ToolCall, ToolResult, Turn
     from .result import RunResult
@@ -163,6 +163,29 @@ def wrap_up(run: RunContext, stop: Stop) -> Message | None:
         ``RunResult.text``. ``RunResult.stop`` still names the limit. First answer wins.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def check_answer(run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack | None:
+    """The run has its final answer, before ``RunResult`` is made: accept, rewrite or send back.
+
+    Output guardrails live here: a link that would carry data out, a policy on what answers
+    may say, redaction of the final text. Called for every answer (``end_turn``,
+    ``terminal_tool``) and for a wrap-up's text after a limit.
+
+    :param run: the run; its history ends with the message that gave the answer.
+    :param answer: the answer so far (``text``, ``output``, ``stop``, ``can_send_back``);
+        earlier implementations' rewrites are already in it.
+    :return: None to accept it; a changed copy (``attrs.evolve``) to rewrite it (the text
+        in the history is rewritten too; for a typed run a changed ``text`` is checked
+        against the output type again); or ``SendBack(reason)``: the model reads the reason
+        and answers again, at most ``Agent(max_send_backs=...)`` times (default 2), after
+        which the run ends with ``stop="answer_refused"``. Chained in call order; the first
+        ``SendBack`` ends the chain. On a wrap-up (``can_send_back`` false) a ``SendBack``
+        withholds the text: ``RunResult.text`` is None and ``detail`` gives the reason.
+
+    .. versionadded:: 0.2
     """
 
 

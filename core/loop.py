@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .decisions import Stop
+from .decisions import FinalAnswer, Stop
 from .errors import ProviderError, StreamInterrupted
 from .events import (
     AssistantMessage,
@@ -25,9 +25,21 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
-from .messages import Message, ModelReply, ModelRequest, ToolCall, ToolResult, Turn
+from .answers import (
+    ANSWER_KEY,
+    NO_ANSWER,
+    OUTPUT_KEY,
+    Rounds,
+    check_answer,
+    check_wrap_up,
+    count_invalid,
+    final_text,
+    take_answer,
+    wrapped_up_output,
+)
 from .deltas import DeltaForwarder
-from .output import OUTPUT_TOOL, OutputInvalid, OutputSpec
+from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
+from .output import OUTPUT_TOOL, OutputInvalid
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
 
@@ -94,23 +106,30 @@ async def run_loop(run: RunContext) -> RunResult:
             )
             await _finish(run, result)
     assert stop is not None
-    text = _final_text(run, stop)
-    output: Any = run.state.pop(_OUTPUT, None) if run.output is not None else text
+    text = final_text(run, stop)
+    output: Any = run.state.pop(OUTPUT_KEY, None) if run.output is not None else text
+    answer = stop.answer
+    rewritten: FinalAnswer | None = run.state.pop(ANSWER_KEY, None)
+    if rewritten is not None:
+        text, output, answer = rewritten.text, rewritten.output, rewritten.answer
+    detail = stop.detail
     if not stop.is_answer and stop.reason != "cancelled" and hooks.implements("wrap_up"):
         message = await _wrap_up(run, stop, deadline)
         if message is not None:
             run.append(message)
             text = message.content or None
-            output = _wrapped_up_output(run.output, text)
+            output = wrapped_up_output(run.output, text)
+            if hooks.implements("check_answer"):
+                text, output, detail = await check_wrap_up(run, stop, text, output)
     result: RunResult[Any] = RunResult(
         stop=stop.reason,
         text=text,
-        answer=stop.answer,
+        answer=answer,
         ok=stop.is_answer,
         turns=run.turn,
         usage=run.usage,
         messages=tuple(run.transcript[first_new:]),
-        detail=stop.detail,
+        detail=detail,
         run_id=run.run_id,
         output=output,
         output_type=run.output.type if run.output is not None else None,
@@ -151,136 +170,99 @@ async def _finish(run: RunContext, result: RunResult) -> None:
         await hooks.after_run(run, result)
 
 
-def _final_text(run: RunContext, stop: Stop) -> str | None:
-    """The last assistant text; in ``tool`` output mode, the JSON the answer tool was given."""
-    if not stop.is_answer:
-        return None
-    for message in reversed(run.messages):
-        if message.role == "assistant":
-            for call in message.tool_calls:
-                if call.name == OUTPUT_TOOL and run.output is not None and run.output.mode == "tool":
-                    return call.arguments
-            return message.content or None
-    return None
-
-
-def _wrapped_up_output(spec: OutputSpec | None, text: str | None) -> Any:
-    """A wrap-up's answer counts as output when it fits (no repair round: the run is over)."""
-    if spec is None or text is None:
-        return text
-    try:
-        return spec.parse_text(text)
-    except OutputInvalid:
-        return None
-
-
-#: run.state key of the typed answer, between the turn that gave it and the result.
-_OUTPUT = "_output"
-
-
 async def _turns(run: RunContext) -> Stop:
+    """Turns until one ends the run; an answer passes ``check_answer`` first."""
     agent = run.agent
     hooks = agent.hooks
-    spec = run.output
-    failures = 0
+    rounds = Rounds()
     while True:
         if run.turn >= agent.max_turns:
             return Stop("max_turns", f"no answer after {agent.max_turns} turns (max_turns={agent.max_turns})")
         if agent._cancel_requested:
             raise asyncio.CancelledError
-        run.turn += 1
-        if hooks.implements("before_turn"):
-            stop = await hooks.before_turn(run)
-            if stop is not None:
-                return stop
-        if run.wants_events:
-            await run.emit(TurnStart(run.run_id, run.turn))
-        request = run.last_request = await _build_request(run)
-        reply = await call_model(run, request)
-        if len(reply.message.tool_calls) > 1:
-            reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
-        message = reply.message
-        run.append(message)
-        if run.wants_events:
-            await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))
-        results: tuple[ToolResult, ...] = ()
-        answered: Any = _NO_ANSWER
-        problem = ""
-        if message.tool_calls:
-            if reply.finish_reason == "length":
-                results = tuple(cut_off(call) for call in message.tool_calls)
-                for result in results:
+        stop = await _turn(run, rounds)
+        if stop is not None and stop.is_answer and hooks.implements("check_answer"):
+            stop = await check_answer(run, stop, rounds)
+        if stop is not None:
+            return stop
+
+
+async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
+    """One model call and the tools it asked for; the exit it leads to, or None to go on."""
+    agent = run.agent
+    hooks = agent.hooks
+    spec = run.output
+    run.turn += 1
+    if hooks.implements("before_turn"):
+        stop = await hooks.before_turn(run)
+        if stop is not None:
+            return stop
+    if run.wants_events:
+        await run.emit(TurnStart(run.run_id, run.turn))
+    request = run.last_request = await _build_request(run)
+    reply = await call_model(run, request)
+    if len(reply.message.tool_calls) > 1:
+        reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
+    message = reply.message
+    run.append(message)
+    if run.wants_events:
+        await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))
+    results: tuple[ToolResult, ...] = ()
+    answered: Any = NO_ANSWER
+    problem = ""
+    if message.tool_calls:
+        if reply.finish_reason == "length":
+            results = tuple(cut_off(call) for call in message.tool_calls)
+            for result in results:
+                run.append(result.to_message())
+        elif spec is not None and spec.mode == "tool" and any(c.name == OUTPUT_TOOL for c in message.tool_calls):
+            others = tuple(c for c in message.tool_calls if c.name != OUTPUT_TOOL)
+            results = await run_tools(run, others) if others else ()
+            for call in message.tool_calls:
+                if call.name == OUTPUT_TOOL:
+                    result, answered, problem = take_answer(spec, call, answered, problem)
                     run.append(result.to_message())
-            elif spec is not None and spec.mode == "tool" and any(c.name == OUTPUT_TOOL for c in message.tool_calls):
-                others = tuple(c for c in message.tool_calls if c.name != OUTPUT_TOOL)
-                results = await run_tools(run, others) if others else ()
-                for call in message.tool_calls:
-                    if call.name == OUTPUT_TOOL:
-                        result, answered, problem = _take_answer(spec, call, answered, problem)
-                        run.append(result.to_message())
-                        results += (result,)
-            else:
-                results = await run_tools(run, message.tool_calls)
-        turn = Turn(run.turn, reply, results)
-        if hooks.implements("after_turn"):
-            await hooks.after_turn(run, turn)
-        if run.wants_events:
-            await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
-        if spec is None:
-            if not message.tool_calls:
-                return Stop("end_turn", is_answer=True)
-        elif answered is not _NO_ANSWER:
-            run.state[_OUTPUT] = answered
+                    results += (result,)
+        else:
+            results = await run_tools(run, message.tool_calls)
+    turn = Turn(run.turn, reply, results)
+    if hooks.implements("after_turn"):
+        await hooks.after_turn(run, turn)
+    if run.wants_events:
+        await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
+    if spec is None:
+        if not message.tool_calls:
             return Stop("end_turn", is_answer=True)
-        elif not message.tool_calls and reply.finish_reason != "length":
-            if spec.mode == "tool":
-                problem = spec.missing_tool_prompt()
-                run.append(Message.user(problem))
-            else:
-                try:
-                    run.state[_OUTPUT] = spec.parse_text(message.content)
-                    return Stop("end_turn", is_answer=True)
-                except OutputInvalid as exc:
-                    problem = str(exc)
-                    run.append(Message.user(spec.repair_prompt(problem)))
-        elif not message.tool_calls:
-            problem = "The answer was cut off by the output length limit."
-            run.append(Message.user(spec.repair_prompt(problem + " Give it again, shorter.")))
-        if problem:
-            assert spec is not None  # only a typed run has problems with its answer
-            failures += 1
-            if failures > spec.retries:
-                return Stop("invalid_output", f"no valid answer after {failures} tries; the last problem: {problem}")
-            continue
-        if hooks.implements("should_stop"):
-            stop = await hooks.should_stop(run, turn)
-            if stop is not None and spec is not None and stop.is_answer:
-                try:
-                    run.state[_OUTPUT] = spec.check(stop.answer)
-                except OutputInvalid as exc:
-                    failures += 1
-                    problem = f"{exc} (the input of the tool that ends the run is the answer)"
-                    if failures > spec.retries:
-                        return Stop("invalid_output", f"no valid answer after {failures} tries; the last problem: {problem}")
-                    run.append(Message.user(spec.repair_prompt(problem)))
-                    continue
-            if stop is not None:
-                return stop
-
-
-_NO_ANSWER = object()
-
-
-def _take_answer(spec: OutputSpec, call: ToolCall, answered: Any, problem: str) -> tuple[ToolResult, Any, str]:
-    """Check one ``final_answer`` call: the first valid one is the answer; a second one in the
-    same reply is told the answer was already taken."""
-    if answered is not _NO_ANSWER:
-        return ToolResult(call, "An answer was already given in this reply; this one was not used."), answered, problem
-    try:
-        value = spec.parse_arguments(call.arguments)
-    except OutputInvalid as exc:
-        return ToolResult(call, spec.repair_prompt(str(exc)), is_error=True), _NO_ANSWER, str(exc)
-    return ToolResult(call, "Answer received.", arguments={"answer": value}), value, ""
+    elif answered is not NO_ANSWER:
+        run.state[OUTPUT_KEY] = answered
+        return Stop("end_turn", is_answer=True)
+    elif not message.tool_calls and reply.finish_reason != "length":
+        if spec.mode == "tool":
+            problem = spec.missing_tool_prompt()
+            run.append(Message.user(problem))
+        else:
+            try:
+                run.state[OUTPUT_KEY] = spec.parse_text(message.content)
+                return Stop("end_turn", is_answer=True)
+            except OutputInvalid as exc:
+                problem = str(exc)
+                run.append(Message.user(spec.repair_prompt(problem)))
+    elif not message.tool_calls:
+        problem = "The answer was cut off by the output length limit."
+        run.append(Message.user(spec.repair_prompt(problem + " Give it again, shorter.")))
+    if problem:
+        return count_invalid(run, rounds, problem)
+    if not hooks.implements("should_stop"):
+        return None
+    stop = await hooks.should_stop(run, turn)
+    if stop is not None and spec is not None and stop.is_answer:
+        try:
+            run.state[OUTPUT_KEY] = spec.check(stop.answer)
+        except OutputInvalid as exc:
+            problem = f"{exc} (the input of the tool that ends the run is the answer)"
+            run.append(Message.user(spec.repair_prompt(problem)))
+            return count_invalid(run, rounds, problem)
+    return stop
 
 
 async def _build_request(run: RunContext) -> ModelRequest:

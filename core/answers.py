@@ -1,0 +1,149 @@
+"""The run's answer: whether it fits the output type, and what ``check_answer`` hooks make of
+it (accepted, rewritten, or sent back), for an answering turn and for a wrap-up."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .decisions import FinalAnswer, SendBack, Stop
+from .events import AnswerSentBack
+from .messages import Message, ToolCall, ToolResult
+from .output import OUTPUT_TOOL, OutputInvalid, OutputSpec
+
+if TYPE_CHECKING:
+    from .context import RunContext
+
+__all__ = [
+    "ANSWER_KEY",
+    "NO_ANSWER",
+    "OUTPUT_KEY",
+    "Rounds",
+    "check_answer",
+    "check_wrap_up",
+    "count_invalid",
+    "final_text",
+    "take_answer",
+    "wrapped_up_output",
+]
+
+#: run.state key of the typed answer, between the turn that gave it and the result.
+OUTPUT_KEY = "_output"
+#: run.state key of a rewritten answer, between check_answer and the result.
+ANSWER_KEY = "_answer"
+#: No answer given yet in this reply (None could be an answer).
+NO_ANSWER: Any = object()
+
+
+@attrs.define
+class Rounds:
+    """How often this run's answer was not taken: it did not fit the output type, or a
+    ``check_answer`` hook sent it back."""
+
+    invalid: int = 0
+    sent_back: int = 0
+
+
+def count_invalid(run: RunContext, rounds: Rounds, problem: str) -> Stop | None:
+    """Count an answer that did not fit; the run ends once ``output_retries`` are spent."""
+    assert run.output is not None  # only a typed run has problems with its answer
+    rounds.invalid += 1
+    if rounds.invalid > run.output.retries:
+        return Stop("invalid_output", f"no valid answer after {rounds.invalid} tries; the last problem: {problem}")
+    return None
+
+
+async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | None:
+    """Pass the answer through ``check_answer``: keep a rewrite, or send it back (None: go on)."""
+    text = final_text(run, stop)
+    answer = FinalAnswer(text, run.state.get(OUTPUT_KEY) if run.output is not None else text, stop.reason, stop.answer)
+    verdict = await run.agent.hooks.check_answer(run, answer)
+    if isinstance(verdict, SendBack):
+        rounds.sent_back += 1
+        if rounds.sent_back > run.agent.max_send_backs:
+            return Stop("answer_refused", f"the answer was sent back {rounds.sent_back} times; the last reason: {verdict.reason}")
+        run.append(Message.user(verdict.reason))
+        if run.wants_events:
+            await run.emit(AnswerSentBack(run.run_id, run.turn, verdict.reason))
+        return None
+    if verdict != answer:
+        try:
+            run.state[ANSWER_KEY] = rewritten(run, answer, verdict)
+        except OutputInvalid as exc:
+            return Stop("invalid_output", f"the answer as check_answer rewrote it does not fit the output type: {exc}")
+    return stop
+
+
+def rewritten(run: RunContext, before: FinalAnswer, after: FinalAnswer) -> FinalAnswer:
+    """A rewritten answer, its text also in the history; a typed run's new text is checked."""
+    if after.text != before.text:
+        if run.output is not None and after.output is before.output and after.text is not None:
+            after = attrs.evolve(after, output=run.output.parse_text(after.text))
+        elif run.output is None:
+            after = attrs.evolve(after, output=after.text)
+        rewrite_history(run, before.text, after.text or "")
+    return after
+
+
+def rewrite_history(run: RunContext, old: str | None, new: str) -> None:
+    """The last assistant message says ``new`` instead of ``old`` (in the working history and
+    the transcript), so what the model and a saved session see matches what the caller got."""
+    for history in (run.messages, run.transcript):
+        for index in range(len(history) - 1, -1, -1):
+            message = history[index]
+            if message.role == "assistant":
+                if message.content and message.content == old:
+                    history[index] = attrs.evolve(message, content=new)
+                break
+
+
+async def check_wrap_up(run: RunContext, stop: Stop, text: str | None, output: Any) -> tuple[str | None, Any, str]:
+    """A wrap-up's text passes ``check_answer`` too; sending it back withholds it (the run is over)."""
+    answer = FinalAnswer(text, output, stop.reason, can_send_back=False)
+    verdict = await run.agent.hooks.check_answer(run, answer)
+    if isinstance(verdict, SendBack):
+        rewrite_history(run, text, "(withheld)")
+        return None, None, f"{stop.detail} (the wrap-up was withheld: {verdict.reason})".strip()
+    if verdict == answer:
+        return text, output, stop.detail
+    try:
+        verdict = rewritten(run, answer, verdict)
+    except OutputInvalid:
+        verdict = attrs.evolve(verdict, output=None)
+    return verdict.text, verdict.output, stop.detail
+
+
+def final_text(run: RunContext, stop: Stop) -> str | None:
+    """The last assistant text; in ``tool`` output mode, the JSON the answer tool was given."""
+    if not stop.is_answer:
+        return None
+    for message in reversed(run.messages):
+        if message.role == "assistant":
+            for call in message.tool_calls:
+                if call.name == OUTPUT_TOOL and run.output is not None and run.output.mode == "tool":
+                    return call.arguments
+            return message.content or None
+    return None
+
+
+def wrapped_up_output(spec: OutputSpec | None, text: str | None) -> Any:
+    """A wrap-up's answer counts as output when it fits (no repair round: the run is over)."""
+    if spec is None or text is None:
+        return text
+    try:
+        return spec.parse_text(text)
+    except OutputInvalid:
+        return None
+
+
+def take_answer(spec: OutputSpec, call: ToolCall, answered: Any, problem: str) -> tuple[ToolResult, Any, str]:
+    """Check one ``final_answer`` call: the first valid one is the answer; a second one in the
+    same reply is told the answer was already taken."""
+    if answered is not NO_ANSWER:
+        return ToolResult(call, "An answer was already given in this reply; this one was not used."), answered, problem
+    try:
+        value = spec.parse_arguments(call.arguments)
+    except OutputInvalid as exc:
+        return ToolResult(call, spec.repair_prompt(str(exc)), is_error=True), NO_ANSWER, str(exc)
+    return ToolResult(call, "Answer received.", arguments={"answer": value}), value, ""
