@@ -43,7 +43,7 @@ from .events import (
     TurnStart,
     event_names,
 )
-from .files import import_object, write_atomically
+from .files import append_durably, import_object, write_atomically
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .messages import (
     Message,
@@ -167,6 +167,7 @@ __all__ = [
     "Usage",
     "WireOptions",
     "__version__",
+    "append_durably",
     "build_plugin",
     "classify_status",
     "event_names",

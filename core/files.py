@@ -1,7 +1,13 @@
 """Small pieces every plugin that keeps state on disk or reads import paths needs, once.
 
 - ``write_atomically``: a crash halfway through never leaves a half-written file behind.
+- ``append_durably``: an append that is on disk when it returns, and leaves nothing behind
+  when it fails (a failed write is cut off again, so the next append never follows garbage).
 - ``import_object``: ``"package.module:name"`` strings from configuration files.
+
+Every byte both write goes through ``DISK`` (``os.write``, ``os.fsync``, ``os.ftruncate``),
+the one seam where ``bandoneon.testing.FaultyDisk`` fails, tears or shortens writes at any
+byte to prove that the stores built on these functions lose nothing they said was saved.
 """
 
 from __future__ import annotations
@@ -14,23 +20,110 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["import_object", "write_atomically"]
+__all__ = ["DISK", "append_durably", "import_object", "write_atomically"]
+
+
+class Disk:
+    """The three system calls that put bytes on disk. Replaced in tests, never in use."""
+
+    def write(self, fd: int, data: bytes) -> int:
+        return os.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+
+class _DiskSeam:
+    """Forwards to the current ``Disk`` (``bandoneon.testing.FaultyDisk`` swaps it)."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current: Disk = Disk()
+
+
+DISK = _DiskSeam()
+
+#: Files whose last append failed and could not be cut back: the offset to cut them to before
+#: the next append (in this process; another process's reader finds the torn tail itself).
+_cut_before_next: dict[str, int] = {}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte: ``os.write`` may write fewer than asked (a short write) without error."""
+    view = memoryview(data)
+    while view:
+        written = DISK.current.write(fd, view.tobytes() if len(view) != len(data) else data)
+        if written <= 0:
+            raise OSError(f"the disk accepted no bytes ({len(view)} still to write)")
+        view = view[written:]
 
 
 def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write to a temporary file in the same folder, flush it to disk, then rename it over ``path``."""
+    """Write to a temporary file in the same folder, flush it to disk, then rename it over
+    ``path`` and flush the folder. A failure at any byte leaves the old file as it was."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data.encode("utf-8") if isinstance(data, str) else data)
-            file.flush()
-            os.fsync(file.fileno())
+        try:
+            _write_all(fd, data.encode("utf-8") if isinstance(data, str) else data)
+            DISK.current.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    _sync_folder(target.parent)
+
+
+def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = False) -> None:
+    """Append ``data`` to ``path`` in one go and flush it to disk before returning.
+
+    If any byte fails, what this call wrote is cut off again before the error goes up, so the
+    file ends where it ended before; if even that fails, the cut is made before the next
+    append to the file. ``create``: make the file if it does not exist (else it must).
+    """
+    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+    key = os.fspath(path)
+    fd = os.open(key, flags, 0o644)
+    try:
+        pending_cut = _cut_before_next.get(key)
+        if pending_cut is not None:
+            DISK.current.truncate(fd, pending_cut)
+            DISK.current.fsync(fd)
+            del _cut_before_next[key]
+        start = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data)
+            DISK.current.fsync(fd)
+        except BaseException:
+            try:
+                DISK.current.truncate(fd, start)
+                DISK.current.fsync(fd)
+            except OSError:
+                _cut_before_next[key] = start
+            raise
+    finally:
+        os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (the rename) to disk; some systems cannot, and that is fine."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        DISK.current.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def import_object(path: str, *, what: str = "import path") -> Any:

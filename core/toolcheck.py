@@ -38,7 +38,7 @@ VAGUE_NAMES = frozenset(
     {"do", "do_stuff", "stuff", "run", "execute", "process", "handle", "tool", "helper", "func", "function",
      "action", "misc", "util", "utils", "data", "get", "query", "call", "thing", "doit", "main", "test"}
 )
-_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 _FORMAT_HINTS = ("date", "time", "email", "url", "uri", "id", "phone", "path", "currency", "country", "code")
 
 

@@ -69,7 +69,7 @@ def test_the_streak_is_counted_per_run():
 
 
 def test_without_a_limit_errors_go_on_until_max_turns():
-    model = ScriptedModel(*(call("use", item="key", target="door") for _ in range(4)))
+    model = ScriptedModel(*(call("use", item="key", target=f"door {n}") for n in range(4)))
     agent = bandoneon.Agent(model, tools=[use], plugins=[StopRules()], context_files=False, max_turns=4)
     assert agent.run_sync("Open the door.").stop == "max_turns"
 

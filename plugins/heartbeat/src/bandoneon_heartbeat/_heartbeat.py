@@ -157,7 +157,7 @@ class Heartbeat:
         if self.state_file is None or not self.state_file.exists():
             return _State()
         try:
-            return bandoneon.structure(json.loads(self.state_file.read_text(encoding="utf-8")), _State)
+            return bandoneon.structure(bandoneon.loads_bounded(self.state_file.read_text(encoding="utf-8")), _State)
         except (OSError, ValueError) as exc:
             raise bandoneon.ConfigError(f"{self.state_file}: not a heartbeat state file ({exc}); move it away to start over") from None
 

@@ -74,8 +74,8 @@ def read_pending(path: str | Path) -> Pending | None:
     if not file.exists():
         return None
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        if data.pop("version", None) != VERSION:
+        data = bandoneon.loads_bounded(file.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.pop("version", None) != VERSION:
             raise ValueError(f"unknown version (expected {VERSION})")
         return Pending(**data)
     except (OSError, ValueError, TypeError) as exc:

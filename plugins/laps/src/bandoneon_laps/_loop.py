@@ -82,7 +82,7 @@ class _StateFile:
         if self.path is None or not self.path.exists():
             return _State(goal)
         try:
-            state = bandoneon.structure(json.loads(self.path.read_text(encoding="utf-8")), _State)
+            state = bandoneon.structure(bandoneon.loads_bounded(self.path.read_text(encoding="utf-8")), _State)
         except (OSError, ValueError) as exc:
             raise bandoneon.ConfigError(f"{self.path}: not a laps state file ({exc}); move it away to start over") from None
         if state.goal != goal:

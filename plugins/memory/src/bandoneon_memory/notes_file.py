@@ -1,9 +1,10 @@
 """Notes in the prompt: one Markdown file per scope, one line per note, read at each run start.
 
 A person can open the file, read what is stored about them and delete a line; the agent
-appends with ``remember``. Appends are one ``write`` of one line on a file opened for append,
-so a crash loses at most the note being written, never the ones before it; a torn last
-line is closed before the next note, so it cannot swallow it.
+appends with ``remember``. Appends go through ``bandoneon.append_durably``: a failed write
+is cut back off, so a note whose ``append`` returned is on disk and the next note never
+follows half of another; a line torn by a crash is closed before the next note, so it
+cannot swallow it.
 """
 
 from __future__ import annotations
@@ -51,15 +52,14 @@ class NotesFile:
             raise ValueError("a note cannot be empty")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = f"- {time.strftime('%Y-%m-%d')}: {line}\n".encode()
-        descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        descriptor = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o600)
         try:
             size = os.fstat(descriptor).st_size
             if size and os.pread(descriptor, 1, size - 1) != b"\n":
-                record = b"\n" + record  # a torn last line stays alone on its line
-            os.write(descriptor, record)
-            os.fsync(descriptor)
+                record = b"\n" + record  # a line torn by a crash (or typed by hand) stays alone on its line
         finally:
             os.close(descriptor)
+        bandoneon.append_durably(self.path, record)  # all of it, or nothing of it
         return len(self.read())
 
     def forget(self, number: int) -> str:

@@ -26,7 +26,7 @@ import bandoneon
 
 __all__ = ["Hit", "MemoryStore", "Note", "ScopeError", "SqliteStore", "check_scope", "default_memory_path"]
 
-_SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,199}$")
+_SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,199}\Z")  # \Z: "$" would let a trailing newline through
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (

@@ -7,13 +7,22 @@ history was reset; what came before no longer counts). Messages go through
 
 Replay stops at the first record that cannot be read: the valid prefix is kept and the damage
 is described, never silently skipped over (a record after a hole could answer a tool call
-that is no longer there).
+that is no longer there). A history whose records all read but which would be refused by a
+strict server (a tool call in the middle with no result, a result for no call) is damage too,
+repaired the same way: the missing results are written as interrupted, stray results dropped.
+
+In a JSONL file (format 2) every line carries its own checksum: ``<json>\t<crc32 hex>``. A
+line whose bytes changed after it was written (a torn or overwritten record, a flipped bit)
+fails it, so nothing after garbage is ever read as valid, even garbage that happens to parse.
+Each line stands alone, so any number of records can be written in one call. Format 1 files
+(no checksums) still load.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,10 +30,10 @@ import attrs
 
 import bandoneon
 
-__all__ = ["LoadedSession", "SessionError", "SessionLocked", "check_session_id", "encode", "replay"]
+__all__ = ["LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "replay", "unframe"]
 
-FORMAT_VERSION = 1
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+FORMAT_VERSION = 2
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
 
 
 class SessionError(bandoneon.BandoneonError):
@@ -64,6 +73,22 @@ def encode(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
+def frame(record: dict[str, Any]) -> bytes:
+    """One JSONL line: the record, a tab, its CRC-32 (JSON text never holds a raw tab)."""
+    body = encode(record).encode()
+    return body + b"\t%08x\n" % zlib.crc32(body)
+
+
+def unframe(line: bytes) -> tuple[bytes, bool]:
+    """The record's JSON and whether it was framed; ``ValueError`` if its checksum is wrong."""
+    body, tab, checksum = line.rpartition(b"\t")
+    if not tab:
+        return line, False
+    if len(checksum) != 8 or b"%08x" % zlib.crc32(body) != checksum:
+        raise ValueError("its checksum does not match (the record was torn or overwritten)")
+    return body, True
+
+
 def message_record(message: bandoneon.Message) -> dict[str, Any]:
     return {"type": "message", "message": bandoneon.unstructure(message)}
 
@@ -76,11 +101,12 @@ def header_record(session_id: str, created_at: float, forked_from: str | None = 
     return {"type": "session", "version": FORMAT_VERSION, "id": session_id, "created_at": created_at, "forked_from": forked_from}
 
 
-def replay(session_id: str, lines: Iterable[tuple[str, str]], *, torn: str | None = None) -> LoadedSession:
+def replay(session_id: str, lines: Iterable[tuple[str, str | bytes]], *, torn: str | None = None) -> LoadedSession:
     """Rebuild a session from ``(where, text)`` records; stop at the first bad one.
 
     ``where`` names a record for the damage report ("line 7", "row 7"); ``torn`` reports a
-    last record cut short by a crash.
+    last record cut short by a crash. Bytes are JSONL lines (checksums verified), text is a
+    SQLite row.
     """
     messages: list[bandoneon.Message] = []
     usage = bandoneon.Usage()
@@ -88,9 +114,17 @@ def replay(session_id: str, lines: Iterable[tuple[str, str]], *, torn: str | Non
     forked_from: str | None = None
     damage: str | None = None
     valid = 0
+    framed_file = False
     for where, text in lines:
         try:
-            record = json.loads(text)
+            if isinstance(text, bytes):
+                text, framed = unframe(text)
+                if framed_file and not framed:
+                    raise ValueError("it has no checksum in a file whose records all carry one")
+                framed_file = framed_file or framed
+            record = bandoneon.loads_bounded(text)
+            if not isinstance(record, dict):
+                raise TypeError(f"a record is a JSON object, not {type(record).__name__}")
             kind = record["type"]
             if kind == "session":
                 created_at, forked_from = float(record["created_at"]), record.get("forked_from")
@@ -108,11 +142,52 @@ def replay(session_id: str, lines: Iterable[tuple[str, str]], *, torn: str | Non
         valid += 1
     else:
         damage = torn
-    if damage is not None:
-        messages, closed = close_open_calls(messages)
-        if closed:
-            damage += f"; {closed} tool call(s) left without a result were answered as interrupted"
+    messages, gaps = answer_gaps(messages)
+    if gaps:
+        damage = f"{damage}; {gaps}" if damage else gaps
+    # The loop never leaves a call unanswered, so a saved history that does was cut short
+    # between a call and its result (a crash at a record boundary): damage, even with every
+    # record intact.
+    messages, closed = close_open_calls(messages)
+    if closed:
+        cut = f"{closed} tool call(s) left without a result were answered as interrupted"
+        damage = f"{damage}; {cut}" if damage else f"the session ends between a tool call and its result; {cut}"
     return LoadedSession(session_id, tuple(messages), usage, created_at, forked_from, damage, valid)
+
+
+def answer_gaps(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Message], str | None]:
+    """Make the middle of a history valid for a strict server: a call whose result never came
+    is answered as interrupted right where its result belongs; a result that answers no call
+    is dropped. The end of the history is ``close_open_calls``'s.
+    Returns the history and a description of what was repaired (None: nothing)."""
+    repaired: list[bandoneon.Message] = []
+    pending: dict[str, bandoneon.ToolCall] = {}
+    missing = stray = 0
+    for message in messages:
+        if message.role == "tool":
+            if pending.pop(message.tool_call_id or "", None) is None:
+                stray += 1
+                continue
+        else:
+            if pending:
+                missing += len(pending)
+                repaired.extend(_interrupted(call) for call in pending.values())
+                pending = {}
+            if message.role == "assistant":
+                pending = {call.id: call for call in message.tool_calls}
+        repaired.append(message)
+    if not missing and not stray:
+        return messages, None
+    parts = []
+    if missing:
+        parts.append(f"{missing} tool call(s) in the middle had no saved result and were answered as interrupted")
+    if stray:
+        parts.append(f"{stray} tool result(s) answering no call were dropped")
+    return repaired, "; ".join(parts)
+
+
+def _interrupted(call: bandoneon.ToolCall) -> bandoneon.Message:
+    return bandoneon.Message.tool(call, f"{call.name} was interrupted: the session was cut off before its result was saved.", is_error=True)
 
 
 def close_open_calls(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Message], int]:
@@ -125,10 +200,7 @@ def close_open_calls(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.
         return messages, 0
     answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
     missing = [c for c in messages[index].tool_calls if c.id not in answered]
-    closing = [
-        bandoneon.Message.tool(c, f"{c.name} was interrupted: the session was cut off before its result was saved.", is_error=True)
-        for c in missing
-    ]
+    closing = [_interrupted(c) for c in missing]
     return messages + closing, len(closing)
 
 

@@ -25,6 +25,7 @@ from .records import (
     SessionError,
     check_session_id,
     encode,
+    frame,
     header_record,
     message_record,
     replay,
@@ -176,13 +177,9 @@ class JsonlStore(SessionStore):
         return [(f"line {number}", line) for number, line in enumerate(lines, 1)], torn
 
     def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
-        data = "".join(encode(r) + "\n" for r in records).encode()
-        descriptor = os.open(self.file(session_id), os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(descriptor, data)  # one write: a crash can tear only this batch's tail
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        # One durable append: on disk when it returns, cut back off when it fails, so a failed
+        # save never leaves bytes that the next save would follow.
+        bandoneon.append_durably(self.file(session_id), b"".join(frame(r) for r in records))
 
     def _replace(self, session_id: str, records: list[dict[str, Any]], *, keep_damaged: bool) -> str | None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -192,7 +189,7 @@ class JsonlStore(SessionStore):
             kept_path = target.with_name(f"{target.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
             os.link(target, kept_path)
             kept = str(kept_path)
-        bandoneon.write_atomically(target, "".join(encode(r) + "\n" for r in records))
+        bandoneon.write_atomically(target, b"".join(frame(r) for r in records))
         return kept
 
     def _remove(self, session_id: str) -> None:
@@ -224,12 +221,15 @@ class SqliteSessionStore(SessionStore):
         return connection
 
     def _run(self, work: Any) -> Any:
-        connection = self._connect()
         try:
-            with connection:
-                return work(connection)
-        finally:
-            connection.close()
+            connection = self._connect()
+            try:
+                with connection:
+                    return work(connection)
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as exc:
+            raise SessionError(_unusable(self.path, exc)) from None
 
     def _lock_path(self, session_id: str) -> Path:
         return self.path.with_name(self.path.name + ".locks") / f"{session_id}.lock"
@@ -269,6 +269,17 @@ class SqliteSessionStore(SessionStore):
         if not self.path.exists():
             return []
         return [row[0] for row in self._run(lambda c: c.execute("SELECT DISTINCT session_id FROM records ORDER BY session_id").fetchall())]
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """One line naming the file, what is wrong and what to do."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in detail:
+        return f"the session store {path} is busy ({detail}); another process holds it: try again when it is done"
+    return (
+        f"the session store {path} is damaged or is not a SQLite file ({detail}); move it aside "
+        "(restore it from a backup, or try `sqlite3 FILE .recover`), and a new store is made there"
+    )
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> SessionStore:

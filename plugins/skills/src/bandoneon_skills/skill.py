@@ -19,7 +19,7 @@ import bandoneon
 
 __all__ = ["Skill", "SkillError", "SkillWarning", "parse_skill_md"]
 
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 

@@ -11,6 +11,7 @@ import bandoneon
 
 from ._budget import cost_over, run_cost, time_over, tokens_over
 from ._streak import ErrorStreak
+from ._watchdog import RepeatWatch
 from ._wrap_up import wrap_up_message, wrap_up_request
 
 __all__ = ["DEFAULT_GIVE_UP_TEXT", "DEFAULT_WRAP_UP_TEXT", "LIMITS", "BudgetWarning", "StopRules"]
@@ -27,7 +28,7 @@ DEFAULT_WRAP_UP_TEXT = (
 )
 
 #: The limits a wrap-up can follow: ``StopRules(wrap_up_on=LIMITS)`` wraps up after any of them.
-LIMITS = ("max_turns", "budget", "timeout", "error_streak")
+LIMITS = ("max_turns", "budget", "timeout", "error_streak", "no_progress")
 
 _STATE = "stop"
 
@@ -39,6 +40,7 @@ class BudgetWarning(UserWarning):
 @attrs.define
 class _RunState:
     streak: ErrorStreak | None
+    repeats: RepeatWatch | None
     warned_unpriced: bool = False
 
 
@@ -49,11 +51,13 @@ def _positive(name: str, value: float | None) -> None:
 
 @attrs.define
 class StopRules(bandoneon.Plugin):
-    """Ends a run on a terminal tool, an error streak or a budget; can wrap up a limit.
+    """Ends a run on a terminal tool, an error streak, a budget or a model repeating itself;
+    can wrap up a limit.
 
     Active by default once installed, so ``@tool(terminal=True)`` works out of the box; with
-    no options it only looks for terminal tools in each turn's results. Error streaks,
-    budgets, the wrap-up and the give-up instruction are opt-in.
+    no options it looks for terminal tools in each turn's results and watches for the same call
+    repeated ``no_progress_after`` times in a row (default 3; 0 switches the watchdog off).
+    Error streaks, budgets, the wrap-up and the give-up instruction are opt-in.
     """
 
     name: ClassVar[str] = "stop"
@@ -61,6 +65,7 @@ class StopRules(bandoneon.Plugin):
 
     stop_on: tuple[str, ...] = ()
     max_errors_in_a_row: int | None = None
+    no_progress_after: int = 3
     max_tokens: int | None = None
     max_cost: float | None = None
     price_per_million_tokens: tuple[float, float] | None = None
@@ -73,6 +78,8 @@ class StopRules(bandoneon.Plugin):
     def __attrs_post_init__(self) -> None:
         for option in ("max_errors_in_a_row", "max_tokens", "max_cost", "max_seconds"):
             _positive(option, getattr(self, option))
+        if isinstance(self.no_progress_after, bool) or not isinstance(self.no_progress_after, int) or self.no_progress_after < 0:
+            raise bandoneon.ConfigError(f"stop: no_progress_after must be a whole number, 0 to switch the watchdog off, got {self.no_progress_after!r}")
         if self.price_per_million_tokens is not None and any(p < 0 for p in self.price_per_million_tokens):
             raise bandoneon.ConfigError(f"stop: price_per_million_tokens must not be negative, got {self.price_per_million_tokens!r}")
         if not all(isinstance(name, str) and name for name in self.stop_on):
@@ -108,6 +115,16 @@ class StopRules(bandoneon.Plugin):
         return self._over_budget(run)
 
     @bandoneon.hookimpl
+    def after_tool_execution(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> str | None:
+        """The no-progress watchdog: the call that repeats the same call ``no_progress_after``
+        times in a row carries a note telling the model so."""
+        if not self.no_progress_after:
+            return None
+        watch = self._state(run).repeats
+        assert watch is not None
+        return result.content + watch.note() if watch.record(result) else None
+
+    @bandoneon.hookimpl
     def should_stop(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> bandoneon.Stop | None:
         for result in turn.tool_results:
             if result.is_error or result.arguments is None:
@@ -115,6 +132,10 @@ class StopRules(bandoneon.Plugin):
             tool = run.tools.get(result.call.name)
             if (tool is not None and tool.terminal) or result.call.name in self.stop_on:
                 return bandoneon.Stop("terminal_tool", f"{result.call.name} ran without error", answer=dict(result.arguments), is_answer=True)
+        if self.no_progress_after:
+            watch = self._state(run).repeats
+            if watch is not None and watch.is_over:
+                return watch.stop()
         if self.max_errors_in_a_row is not None:
             streak = self._state(run).streak
             assert streak is not None
@@ -139,7 +160,8 @@ class StopRules(bandoneon.Plugin):
         state: Any = run.state.get(_STATE)
         if state is None:
             streak = ErrorStreak(self.max_errors_in_a_row) if self.max_errors_in_a_row is not None else None
-            state = run.state[_STATE] = _RunState(streak)
+            repeats = RepeatWatch(self.no_progress_after) if self.no_progress_after else None
+            state = run.state[_STATE] = _RunState(streak, repeats)
         return state
 
     def _over_budget(self, run: bandoneon.RunContext) -> bandoneon.Stop | None:

@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_MAX_DEPTH", "subagent"]
 #: arrives as one confusing line (level 15, "What to watch").
 DEFAULT_MAX_DEPTH = 1
 
-_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}\Z")
 _DELTAS = frozenset({"text_delta", "tool_call_delta"})
 
 BRIEF_HINT = "Give it a full brief: it knows nothing else about the conversation."
