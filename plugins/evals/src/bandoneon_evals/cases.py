@@ -162,7 +162,7 @@ def _first_record(path: Path) -> dict[str, Any]:
             for number, line in enumerate(handle, 1):
                 if line.strip():
                     try:
-                        record = json.loads(line)
+                        record = json.loads(_record_text(line))
                     except json.JSONDecodeError as exc:
                         raise DatasetError(f"{path}:{number}: not JSON ({exc.msg}); expected a tracing JSONL trace or a saved session") from None
                     if not isinstance(record, dict):
@@ -171,6 +171,12 @@ def _first_record(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise DatasetError(f"{path}: no such trace or session file") from None
     raise DatasetError(f"{path}: the file is empty")
+
+
+def _record_text(line: str) -> str:
+    """A line without the checksum a saved session (format 2) puts after a tab: JSON text
+    never holds a raw tab, so the part before the last one is the record."""
+    return line.rsplit("\t", 1)[0]
 
 
 def _read_spans(path: Path) -> list[dict[str, Any]]:
@@ -270,7 +276,7 @@ def _session_messages(path: Path) -> list[bandoneon.Message]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(_record_text(line))
             if record.get("type") == "message":
                 messages.append(bandoneon.structure(record["message"], bandoneon.Message))
             elif record.get("type") == "clear":
