@@ -58,6 +58,7 @@ from .messages import (
     Usage,
 )
 from .output import OUTPUT_TOOL, OutputSpec
+from .parts import FilePart, ImagePart, Part, Prompt, TextPart, describe_part
 from .plugins import (
     PROJECT,
     InstalledPlugin,
@@ -114,8 +115,10 @@ __all__ = [
     "ConfigError",
     "DeltaCallback",
     "Event",
+    "FilePart",
     "FinalAnswer",
     "HttpClient",
+    "ImagePart",
     "InstalledPlugin",
     "JsonLimitError",
     "JsonLimits",
@@ -128,8 +131,10 @@ __all__ = [
     "OutputDelta",
     "OutputSchema",
     "OutputSpec",
+    "Part",
     "OpenAICompatible",
     "Plugin",
+    "Prompt",
     "PluginError",
     "PluginImportWarning",
     "Provider",
@@ -151,6 +156,7 @@ __all__ = [
     "StreamInterrupted",
     "StructureError",
     "TextDelta",
+    "TextPart",
     "Thinking",
     "Tool",
     "ToolCall",
@@ -170,6 +176,7 @@ __all__ = [
     "append_durably",
     "build_plugin",
     "classify_status",
+    "describe_part",
     "event_names",
     "hookimpl",
     "import_object",

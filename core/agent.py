@@ -20,6 +20,7 @@ from .hooks import Hooks
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .messages import Message, ToolSpec, Usage
 from .output import OutputMode, OutputSpec, output_spec
+from .parts import Part, Prompt, part_kinds, split_prompt
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .result import OutputT, RunResult
@@ -333,11 +334,16 @@ class Agent(Generic[DepsT, OutputT]):
 
     # ---------------------------------------------------------------- running
 
-    def new_run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunContext:
+    def new_run(self, prompt: Prompt, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunContext:
         """The context of a run that has not started (used by ``run``; public for plugins).
 
         ``output_type`` overrides the agent's for this run (``str`` asks for plain text).
+        A prompt with images or files the provider cannot take is a ``ConfigError`` here,
+        before anything is sent or added to the history.
         """
+        text, parts = split_prompt(prompt)
+        if parts:
+            self._check_parts(parts)
         if deps is not None and isinstance(self.deps_type, type) and not isinstance(deps, self.deps_type):
             raise ConfigError(f"deps must be a {self.deps_type.__name__} (deps_type of agent {self.name!r}), got {type(deps).__name__}")
         wanted = output_type if output_type is not None else self.output_type
@@ -345,7 +351,8 @@ class Agent(Generic[DepsT, OutputT]):
         run = RunContext(
             agent=self,
             run_id=os.urandom(8).hex(),
-            prompt=prompt,
+            prompt=text,
+            prompt_parts=parts,
             messages=self._messages,
             transcript=self._transcript,
             provider=self.provider,
@@ -361,9 +368,20 @@ class Agent(Generic[DepsT, OutputT]):
         return run
 
     @overload
-    async def run(self, prompt: str, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: None = None) -> RunResult[OutputT]: ...
+    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: None = None) -> RunResult[OutputT]: ...
     @overload
-    async def run(self, prompt: str, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+
+    def _check_parts(self, parts: tuple[Part, ...]) -> None:
+        accepted = frozenset(getattr(self.provider, "input_kinds", ()))
+        missing = sorted(part_kinds(parts) - accepted)
+        if missing:
+            name = f"{getattr(self.provider, 'name', type(self.provider).__name__)}:{getattr(self.provider, 'model', '')}"
+            kinds = " or ".join(f"{kind}s" for kind in missing)
+            raise ConfigError(
+                f"the model {name} cannot take {kinds} (it takes {', '.join(sorted(accepted)) or 'text only'}); "
+                "send text, or use a provider that reads them"
+            )
 
     def _output_spec(self, output_type: Any) -> OutputSpec | None:
         """The spec for ``output_type``, made once per type (and per with/without tools)."""
@@ -376,8 +394,10 @@ class Agent(Generic[DepsT, OutputT]):
         spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1], limits=self.json_limits)
         return spec
 
-    async def run(self, prompt: str, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunResult[Any]:
+    async def run(self, prompt: Prompt, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunResult[Any]:
         """Run the loop on ``prompt`` until an exit; the history carries over to the next run.
+
+        ``prompt`` is a string, or a list of strings, ``ImagePart`` and ``FilePart`` in order.
 
         ``output_type`` overrides the agent's output type for this run.
         Raises ``RunInProgress`` if this agent is already running; ``ProviderError`` and
@@ -430,15 +450,15 @@ class Agent(Generic[DepsT, OutputT]):
         task.get_loop().call_soon_threadsafe(task.cancel)
 
     @overload
-    def run_sync(self, prompt: str, *, deps: DepsT | None = None, output_type: None = None) -> RunResult[OutputT]: ...
+    def run_sync(self, prompt: Prompt, *, deps: DepsT | None = None, output_type: None = None) -> RunResult[OutputT]: ...
     @overload
-    def run_sync(self, prompt: str, *, deps: DepsT | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+    def run_sync(self, prompt: Prompt, *, deps: DepsT | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
 
-    def run_sync(self, prompt: str, *, deps: Any = None, output_type: Any = None) -> RunResult[Any]:
+    def run_sync(self, prompt: Prompt, *, deps: Any = None, output_type: Any = None) -> RunResult[Any]:
         """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one."""
         return _sync_loop().run_until_complete(self.run(prompt, deps=deps, output_type=output_type))
 
-    async def stream(self, prompt: str, *, deps: Any = None, output_type: Any = None) -> AsyncIterator[Event]:
+    async def stream(self, prompt: Prompt, *, deps: Any = None, output_type: Any = None) -> AsyncIterator[Event]:
         """Run, yielding every event as it happens (``text_delta`` included); ends after ``run_end``.
 
         Breaking out of the iteration cancels the run.

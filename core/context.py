@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .messages import Message, ModelReply, ModelRequest, Usage
+from .parts import Part
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -34,7 +35,8 @@ class RunContext:
     the run started); plugins' sections are added to it per request. ``last_request`` is the
     loop's last request to the model (system prompt included); side
     calls plugins make with ``call_model`` (a summary, a wrap-up) do not replace it.
-    ``output`` is the run's typed-answer spec (None for a plain-text run): its ``type``, its
+    ``prompt`` is the prompt's text; ``prompt_parts`` all its parts in order when it has
+    images or files (empty for a text prompt). ``output`` is the run's typed-answer spec (None for a plain-text run): its ``type``, its
     ``mode`` (``native`` or ``tool``) and the schema the model is asked to keep to.
     """
 
@@ -49,6 +51,7 @@ class RunContext:
     parent: RunContext | None = None
     system_prompt: str = ""
     last_request: ModelRequest | None = None
+    prompt_parts: tuple[Part, ...] = ()
     output: OutputSpec | None = None
     wants_events: bool = False
     wants_deltas: bool = False

@@ -60,7 +60,7 @@ async def run_loop(run: RunContext) -> RunResult:
     agent = run.agent
     hooks = agent.hooks
     first_new = len(run.transcript)
-    run.append(Message.user(run.prompt))
+    run.append(Message.user(run.prompt, run.prompt_parts))
     if run.wants_events:
         await run.emit(RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))
     stop: Stop | None = None

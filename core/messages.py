@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .parts import Part
+
 __all__ = [
     "Message",
     "ModelReply",
@@ -56,7 +58,9 @@ class Message:
     """One entry of the history.
 
     ``role="tool"`` messages answer the call named by ``tool_call_id``; ``is_error`` marks a
-    result the model should read as a failure.
+    result the model should read as a failure. ``parts`` holds a user message's text, images
+    and files in order when it has more than text (``content`` is then its words); it is empty
+    for a text-only message.
     """
 
     role: Role
@@ -66,10 +70,11 @@ class Message:
     name: str | None = None
     is_error: bool = False
     thinking: tuple[Thinking, ...] = attrs.field(default=(), converter=tuple)
+    parts: tuple[Part, ...] = attrs.field(default=(), converter=tuple)
 
     @classmethod
-    def user(cls, content: str) -> Message:
-        return cls("user", content)
+    def user(cls, content: str, parts: Sequence[Part] = ()) -> Message:
+        return cls("user", content, parts=tuple(parts))
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls: Sequence[ToolCall] = ()) -> Message:

@@ -179,7 +179,7 @@ def type_phrase(tp: Any) -> str:
     tp, _ = unwrap_annotated(tp)
     if tp is Any:
         return "any value"
-    simple = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
+    simple = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null", bytes: "base64 text"}
     if tp in simple:
         return simple[tp]
     origin = typing.get_origin(tp)

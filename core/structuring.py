@@ -129,7 +129,30 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(bool, _strict_bool)
     converter.register_structure_hook_func(_is_choice, _structure_choice)
+    # Bytes (an image, a file) travel as base64 text in JSON: sessions, recordings, traces.
+    converter.register_unstructure_hook(bytes, _bytes_to_text)
+    converter.register_structure_hook(bytes, _bytes_from_text)
     return converter
+
+
+def _bytes_to_text(value: bytes) -> str:
+    import base64
+
+    return base64.b64encode(value).decode("ascii")
+
+
+def _bytes_from_text(value: Any, _: Any) -> bytes:
+    import base64
+    import binascii
+
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error:
+            pass
+    raise _Mismatch(bytes, value)
 
 
 def _explain(exc: BaseException, data: Any, cls: Any, path: str = "", *, subject: str = "The arguments") -> list[str]:

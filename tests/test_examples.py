@@ -86,3 +86,14 @@ def test_level_03_tools_check_measures_crookys_whole_type_chart(capsys):
     chart = next(line for line in out.splitlines() if line.startswith("WARNING type_chart({})"))
     assert "of the window (limit 5%)" in chart and "paginate" in chart
     assert 'SIZE    check_matchup({"attack": "grass", "defend": "water"}): result of 35 characters' in out
+
+
+def test_images_sends_the_picture_and_shows_its_digest_not_its_bytes(tmp_path, capsys):
+    picture = tmp_path / "receipt.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n receipt")
+    model = ScriptedModel("12.50 EUR at Panaderia Sol.")
+    result = load("images").main(model, picture)
+    assert result.text == "12.50 EUR at Panaderia Sol."
+    assert model.requests[0].messages[0].parts[1].data == picture.read_bytes()
+    out = capsys.readouterr().out
+    assert "sent: image image/png 16 bytes sha256:" in out

@@ -80,6 +80,11 @@ class OpenAICompatible:
     def __repr__(self) -> str:
         return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
 
+    @property
+    def input_kinds(self) -> frozenset[str]:
+        """The parts besides text this server family takes (see ``WireOptions.input_kinds``)."""
+        return self.wire.input_kinds
+
     def supports_output_schema(self, *, with_tools: bool) -> bool:
         """Whether typed answers can be asked for with ``response_format`` (see ``WireOptions``)."""
         return self.wire.output_schema and (self.wire.output_schema_with_tools or not with_tools)
@@ -191,17 +196,19 @@ def _named_server(default_url: str, name: str, key_env: str | None = None, wire:
 
 #: llama-cpp-python's own server with ``--chat_format chatml-function-calling``: its template
 #: never renders ``tool`` messages, lists tools only inside a system message, shows a tool's
-#: schema but not its description, and answers HTTP 500 to ``tool_choice="required"``.
+#: schema but not its description, answers HTTP 500 to ``tool_choice="required"``, and has no
+#: image handler.
 LLAMA_CPP_PYTHON = WireOptions(
     tool_results_as_user=True,
     default_system_prompt="You are a helpful assistant.",
     required_as_named=True,
     description_in_parameters=True,
     output_schema_with_tools=False,
+    input_kinds=frozenset(),
 )
 #: llama.cpp's ``llama-server`` turns a JSON schema into a grammar, and refuses a grammar
-#: together with tools.
-LLAMA_CPP = WireOptions(output_schema_with_tools=False)
+#: together with tools; it reads images (with a vision projector loaded) but not files.
+LLAMA_CPP = WireOptions(output_schema_with_tools=False, input_kinds=frozenset({"image"}))
 
 
 def _openai_compatible(rest: str, **options: Any) -> OpenAICompatible:

@@ -14,8 +14,9 @@ from typing import Any
 
 import attrs
 
-from ..errors import BadResponse
+from ..errors import BadRequest, BadResponse
 from ..messages import Message, ModelReply, ModelRequest, OutputSchema, ToolCall, ToolSpec, Usage
+from ..parts import ImagePart, Part, TextPart
 from .base import DeltaCallback
 
 __all__ = [
@@ -43,7 +44,8 @@ class WireOptions:
     the schema but not the description; the keyword changes nothing about what is valid).
     ``output_schema``: the server keeps to a ``response_format`` JSON schema (typed answers are
     asked for natively); ``output_schema_with_tools``: it does so also when tools are offered
-    (grammar-constrained servers may not combine the two).
+    (grammar-constrained servers may not combine the two). ``input_kinds``: the parts
+    besides text a user message may carry (``image``, ``file``).
     """
 
     tool_results_as_user: bool = False
@@ -52,6 +54,7 @@ class WireOptions:
     description_in_parameters: bool = False
     output_schema: bool = True
     output_schema_with_tools: bool = True
+    input_kinds: frozenset[str] = frozenset({"image", "file"})
 
 
 PLAIN = WireOptions()
@@ -82,7 +85,20 @@ def _wire_message(message: Message, options: WireOptions) -> dict[str, Any]:
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls
             ]
         return wire
+    if message.parts:
+        return {"role": message.role, "content": [_wire_part(part, options) for part in message.parts]}
     return {"role": message.role, "content": message.content}
+
+
+def _wire_part(part: Part, options: WireOptions) -> dict[str, Any]:
+    """One content part; a kind this server family cannot take is refused before the request."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if part.kind not in options.input_kinds:
+        raise BadRequest(f"this server cannot take {part.kind}s (it takes {', '.join(sorted(options.input_kinds)) or 'text only'})")
+    if isinstance(part, ImagePart):
+        return {"type": "image_url", "image_url": {"url": part.data_url()}}
+    return {"type": "file", "file": {"filename": part.name or "file", "file_data": part.data_url()}}
 
 
 def wire_tools(tools: Iterable[ToolSpec], options: WireOptions = PLAIN) -> list[dict[str, Any]]:

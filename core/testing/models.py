@@ -70,9 +70,12 @@ async def _stream_text(message: Message, on_delta: DeltaCallback | None) -> None
 
 class _RecordingModel(abc.ABC):
     """What both in-process models share: record the request, turn the answer into a reply,
-    stream its text when asked, report a window."""
+    stream its text when asked, report a window. They take every kind of part (images,
+    files), so tests can send them; set ``input_kinds`` on an instance to play a model that
+    does not."""
 
     name = "recording"
+    input_kinds: frozenset[str] = frozenset({"image", "file"})
 
     def __init__(self, *, context_window: int | None, model: str):
         self.model = model

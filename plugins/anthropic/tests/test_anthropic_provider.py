@@ -340,3 +340,30 @@ async def test_with_other_tools_some_tool_is_forced_and_a_streamed_answer_arrive
     first = mock_llm.requests[0].json
     assert first["tool_choice"] == {"type": "any"}
     assert [t["name"] for t in first["tools"]] == ["get_forecast", "final_answer"]
+
+
+# ---------------------------------------------------------------- images and documents
+
+
+def test_images_and_documents_become_content_blocks(mock_llm):
+    mock_llm.add(Reply(text="A receipt and its terms."))
+    png = b"\x89PNG\r\n\x1a\n tiny"
+    prompt = [
+        "What are these?",
+        bandoneon.ImagePart.from_bytes(png),
+        bandoneon.ImagePart.from_url("https://images.example/cat.jpg"),
+        bandoneon.FilePart.from_bytes(b"%PDF-1.4", "application/pdf", "terms.pdf"),
+    ]
+    assert make_agent(mock_llm).run_sync(prompt).text == "A receipt and its terms."
+    blocks = mock_llm.requests[0].json["messages"][0]["content"]
+    assert blocks[0] == {"type": "text", "text": "What are these?"}
+    assert blocks[1]["source"]["type"] == "base64" and blocks[1]["source"]["media_type"] == "image/png"
+    assert blocks[2] == {"type": "image", "source": {"type": "url", "url": "https://images.example/cat.jpg"}}
+    assert blocks[3]["type"] == "document" and blocks[3]["title"] == "terms.pdf"
+
+
+def test_a_file_the_api_cannot_read_is_refused_before_the_request(mock_llm):
+    agent = make_agent(mock_llm)
+    with pytest.raises(bandoneon.ConfigError, match="a file must be one of application/pdf, text/plain"):
+        agent.run_sync(["Read", bandoneon.FilePart.from_bytes(b"PK..", "application/zip", "a.zip")])
+    assert mock_llm.requests == []

@@ -109,6 +109,9 @@ class AnthropicProvider:
     async def context_window(self) -> int | None:
         return self._context_window
 
+    #: Images (inline or by URL) and documents (PDF, plain text) in user messages.
+    input_kinds = frozenset({"image", "file"})
+
     def supports_output_schema(self, *, with_tools: bool) -> bool:
         """Typed answers are asked for by forcing the ``final_answer`` tool, with or without other tools."""
         return True

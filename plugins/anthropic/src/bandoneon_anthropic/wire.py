@@ -1,7 +1,8 @@
 """bandoneon's messages in the Anthropic Messages API's wire format, and back.
 
 The wire format lives here, not on the message classes: thinking blocks and their signatures,
-tool_use / tool_result blocks, cache breakpoints, usage with cache tokens.
+tool_use / tool_result blocks, image and document blocks, cache breakpoints, usage with cache
+tokens.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bandoneon import BadResponse, ConfigError, Message, ModelReply, ModelRequest, Thinking, ToolCall, ToolSpec, Usage
+from bandoneon import BadResponse, ConfigError, ImagePart, Message, ModelReply, ModelRequest, Part, TextPart, Thinking, ToolCall, ToolSpec, Usage
 
 __all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "system_blocks", "tool_choice", "usage", "wire_messages", "wire_tools"]
 
@@ -30,15 +31,46 @@ def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
             if message.is_error:
                 block["is_error"] = True
-        elif message.role == "user":
-            block = {"type": "text", "text": message.content}
-        else:  # a system message inside the history (a compaction summary, say) is read as user text
-            block = {"type": "text", "text": message.content}
+            blocks = [block]
+        elif message.parts:
+            blocks = [_part_block(part) for part in message.parts]
+        else:  # a user message, or a system message inside the history (a compaction summary) read as user text
+            blocks = [{"type": "text", "text": message.content}]
         if wire and wire[-1]["role"] == "user":
-            wire[-1]["content"].append(block)
+            wire[-1]["content"].extend(blocks)
         else:
-            wire.append({"role": "user", "content": [block]})
+            wire.append({"role": "user", "content": blocks})
     return wire
+
+
+#: The documents the Messages API reads inline.
+DOCUMENT_TYPES = frozenset({"application/pdf", "text/plain"})
+
+
+def _part_block(part: Part) -> dict[str, Any]:
+    """A text, image or document block (inline base64, or a URL the API fetches)."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart):
+        if part.data is None:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        return {"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": _base64(part.data)}}
+    if part.media_type not in DOCUMENT_TYPES:
+        raise ConfigError(f"anthropic: a file must be one of {', '.join(sorted(DOCUMENT_TYPES))} to be read, got {part.media_type!r} ({part.name or 'unnamed'})")
+    if part.media_type == "text/plain":
+        source = {"type": "text", "media_type": "text/plain", "data": part.data.decode("utf-8", "replace")}
+    else:
+        source = {"type": "base64", "media_type": part.media_type, "data": _base64(part.data)}
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if part.name:
+        block["title"] = part.name
+    return block
+
+
+def _base64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")
 
 
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:

@@ -13,12 +13,15 @@ from typing import Any
 
 import bandoneon
 
-__all__ = ["MESSAGE_OVERHEAD", "TokenCount", "estimate_tokens", "fixed_tokens", "message_tokens", "resolve_counter"]
+__all__ = ["IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCount", "estimate_tokens", "fixed_tokens", "message_tokens", "resolve_counter"]
 
 TokenCount = Callable[[str], int]
 
 #: Tokens a message costs beyond its text (role, separators), as chat templates spend them.
 MESSAGE_OVERHEAD = 4
+#: What one image is counted as: OpenAI bills a 512x512 tile at 170 tokens plus 85, and a
+#: photo is a few tiles; Anthropic's (width x height / 750) lands in the same range.
+IMAGE_TOKENS = 765
 
 
 def estimate_tokens(text: str) -> int:
@@ -43,12 +46,18 @@ def resolve_counter(option: Any) -> TokenCount:
 
 
 def message_tokens(message: bandoneon.Message, count: TokenCount) -> int:
-    """What one message costs: its text, its tool calls, its reasoning, and a fixed overhead."""
+    """What one message costs: its text, its tool calls, its reasoning, its images and files
+    (``IMAGE_TOKENS`` each; a file's bytes at four per token), and a fixed overhead."""
     tokens = MESSAGE_OVERHEAD + (count(message.content) if message.content else 0)
     for call in message.tool_calls:
         tokens += count(call.name) + count(call.arguments) + MESSAGE_OVERHEAD
     for block in message.thinking:
         tokens += count(block.text)
+    for part in message.parts:  # the words are already counted in content
+        if isinstance(part, bandoneon.ImagePart):
+            tokens += IMAGE_TOKENS
+        elif isinstance(part, bandoneon.FilePart):
+            tokens += -(-len(part.data) // 4)
     return tokens
 
 

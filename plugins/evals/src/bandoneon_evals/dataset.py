@@ -1,7 +1,9 @@
 """Datasets: the cases of an eval, in JSONL (one case a line) or TOML (``[[cases]]`` tables).
 
 A case has an ``id``, an ``input`` (the prompt), an optional ``expected`` (a string, or a
-table such as ``{output = "...", tools = ["iron", "putt"], par = 3}``) and ``tags``.
+table such as ``{output = "...", tools = ["iron", "putt"], par = 3}``), ``tags``, and
+``attachments``: image or document files sent with the prompt (paths relative to the dataset
+file; ``.png``/``.jpg``/``.gif``/``.webp`` are images, anything else a file).
 Errors name the file and the line (JSONL) or the case (TOML); a dataset with one bad case
 is refused whole, so no eval silently runs on part of its cases.
 """
@@ -17,7 +19,12 @@ from typing import Any
 
 import attrs
 
+import bandoneon
+
 __all__ = ["Case", "DatasetError", "load_dataset"]
+
+
+_IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 
 
 class DatasetError(ValueError):
@@ -31,6 +38,19 @@ class Case:
     expected: Any = None
     tags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    attachments: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    def prompt(self) -> bandoneon.Prompt:
+        """What the agent is asked: the input, with the attachments read from disk after it."""
+        if not self.attachments:
+            return self.input
+        parts: list[Any] = [self.input]
+        for path in self.attachments:
+            if Path(path).suffix.lower() in _IMAGE_SUFFIXES:
+                parts.append(bandoneon.ImagePart.from_path(path))
+            else:
+                parts.append(bandoneon.FilePart.from_path(path))
+        return parts
 
     def expected_value(self, key: str) -> Any:
         """``expected`` itself when it is a plain value, else ``expected[key]`` (None if absent)."""
@@ -39,15 +59,20 @@ class Case:
         return self.expected
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "input": self.input, "expected": self.expected, "tags": list(self.tags), "metadata": dict(self.metadata)}
+        data = {"id": self.id, "input": self.input, "expected": self.expected, "tags": list(self.tags), "metadata": dict(self.metadata)}
+        if self.attachments:
+            data["attachments"] = list(self.attachments)
+        return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str = "case") -> Case:
+    def from_json(cls, data: Mapping[str, Any], where: str = "case", *, folder: Path | None = None) -> Case:
+        """A case from a table; relative ``attachments`` resolve against ``folder`` (the
+        dataset file's), and each must exist."""
         if not isinstance(data, Mapping):
             raise DatasetError(f"{where}: a case must be an object/table, got {type(data).__name__}")
-        unknown = set(data) - {"id", "input", "expected", "tags", "metadata"}
+        unknown = set(data) - {"id", "input", "expected", "tags", "metadata", "attachments"}
         if unknown:
-            raise DatasetError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; a case has id, input, expected, tags, metadata")
+            raise DatasetError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; a case has id, input, expected, tags, metadata, attachments")
         if "input" not in data or not isinstance(data["input"], str):
             raise DatasetError(f"{where}: 'input' (the prompt, a string) is missing")
         if "id" not in data:
@@ -55,7 +80,14 @@ class Case:
         tags = data.get("tags") or ()
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
             raise DatasetError(f"{where}: 'tags' must be a list of strings")
-        return cls(str(data["id"]), data["input"], data.get("expected"), tags, dict(data.get("metadata") or {}))
+        attachments = data.get("attachments") or ()
+        if isinstance(attachments, str) or not all(isinstance(a, str) for a in attachments):
+            raise DatasetError(f"{where}: 'attachments' must be a list of file paths")
+        resolved = tuple(str((folder or Path.cwd()) / a) if not Path(a).is_absolute() else a for a in attachments)
+        for path in resolved:
+            if not Path(path).is_file():
+                raise DatasetError(f"{where}: attachment {path} does not exist")
+        return cls(str(data["id"]), data["input"], data.get("expected"), tags, dict(data.get("metadata") or {}), resolved)
 
 
 def load_dataset(source: str | os.PathLike[str] | Iterable[Case | Mapping[str, Any]]) -> list[Case]:
@@ -91,7 +123,7 @@ def _from_jsonl(path: Path) -> list[Case]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
-        cases.append(Case.from_json(data, f"{path}:{number}"))
+        cases.append(Case.from_json(data, f"{path}:{number}", folder=path.parent))
     return cases
 
 
@@ -103,4 +135,7 @@ def _from_toml(path: Path) -> list[Case]:
     tables = data.get("cases")
     if not isinstance(tables, list):
         raise DatasetError(f"{path}: expected [[cases]] tables")
-    return [Case.from_json(table, f"{path}: case #{n} ({table.get('id', '?') if isinstance(table, dict) else '?'})") for n, table in enumerate(tables, 1)]
+    return [
+        Case.from_json(table, f"{path}: case #{n} ({table.get('id', '?') if isinstance(table, dict) else '?'})", folder=path.parent)
+        for n, table in enumerate(tables, 1)
+    ]

@@ -73,10 +73,10 @@ async def run_case(case: Case, make_agent: Callable[..., Any], scorers: Sequence
     try:
         agent = await _make(make_agent, case)
         if timeout is None:
-            result = await agent.run(case.input)
+            result = await agent.run(case.prompt())
         else:
             async with asyncio.timeout(timeout):
-                result = await agent.run(case.input)
+                result = await agent.run(case.prompt())
     except TimeoutError:
         usage = agent.usage if agent is not None else bandoneon.Usage()
         return CaseRun(case.id, repeat, "errored", stop="timeout", error=f"the case took longer than {timeout:g}s (per-case timeout)", latency=time.perf_counter() - started, **_usage(usage))

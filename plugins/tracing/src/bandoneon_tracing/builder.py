@@ -141,6 +141,8 @@ class SpanBuilder:
                 "bandoneon.parent_run_id": event.parent_run_id,
                 "bandoneon.depth": run.depth,
                 "bandoneon.prompt": self._content(event.prompt),
+                # Images and files as kind, type, size and digest: never their bytes.
+                "bandoneon.prompt.parts": [bandoneon.describe_part(p) for p in run.prompt_parts if p.kind != "text"] or None,
                 # The tools the run had (not only those it called): an eval case made from this
                 # trace (`bandoneon eval add-case`) says what the model could choose from.
                 "bandoneon.tools": sorted(run.tools) or None,
