@@ -58,14 +58,14 @@ from .messages import (
     Usage,
 )
 from .output import OUTPUT_TOOL, OutputSpec
+from .markers import PROJECT, Calls, CallStyle, hookimpl, hookspec
 from .parts import FilePart, ImagePart, Part, Prompt, TextPart, describe_part
 from .plugins import (
-    PROJECT,
     InstalledPlugin,
     Plugin,
     PluginImportWarning,
+    PluginNameWarning,
     build_plugin,
-    hookimpl,
     installed_plugins,
     load_plugin,
     plugin_name,
@@ -104,6 +104,8 @@ __all__ = [
     "PROJECT",
     "Agent",
     "AnswerSentBack",
+    "CallStyle",
+    "Calls",
     "AssistantMessage",
     "AuthError",
     "BadRequest",
@@ -137,6 +139,7 @@ __all__ = [
     "Prompt",
     "PluginError",
     "PluginImportWarning",
+    "PluginNameWarning",
     "Provider",
     "ProviderError",
     "ProviderRequest",
@@ -179,6 +182,7 @@ __all__ = [
     "describe_part",
     "event_names",
     "hookimpl",
+    "hookspec",
     "import_object",
     "installed_plugins",
     "iter_sse",

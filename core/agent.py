@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 
 import attrs
 
+from . import hookspecs
 from .config import Config, load_config
 from .context import RunContext
 from .errors import ConfigError, RunInProgress
@@ -329,7 +330,7 @@ class Agent(Generic[DepsT, OutputT]):
                         await outcome
                 except Exception:
                     log.exception("event listener %r failed on %s (listeners are isolated)", listener, event.name)
-        if self.hooks.implements("on_event"):
+        if self.hooks.implements(hookspecs.on_event):
             await self.hooks.on_event(run, event)
 
     # ---------------------------------------------------------------- running
@@ -359,7 +360,7 @@ class Agent(Generic[DepsT, OutputT]):
             tools=self.tools,
             deps=deps,
             parent=parent,
-            wants_events=bool(listeners) or self.hooks.implements("on_event"),
+            wants_events=bool(listeners) or self.hooks.implements(hookspecs.on_event),
             wants_deltas=bool(listeners.get("text_delta") or listeners.get("tool_call_delta") or listeners.get("output_delta") or listeners.get("*")),
             system_prompt=self._system_prompt(),
             output=self._output_spec(wanted),
@@ -427,7 +428,7 @@ class Agent(Generic[DepsT, OutputT]):
         close = getattr(self.provider, "aclose", None)
         if close is not None:
             await close()
-        if self.hooks.implements("agent_closed"):
+        if self.hooks.implements(hookspecs.agent_closed):
             await self.hooks.agent_closed(self)
 
     async def __aenter__(self) -> Agent:

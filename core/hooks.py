@@ -1,7 +1,9 @@
-"""The typed hook facade: one agent's plugins, validated by pluggy, called in pluggy's order.
+"""The typed hook facade: one agent's plugins, validated by pluggy, called as pluggy calls them.
 
 Every call site in the loop goes through one method per hook, so arguments are checked where
-they are written and a hook nobody implements costs one check.
+they are written; hooks published by plugins are called through ``call`` / ``call_sync`` with
+their spec. How a hook is called is read from its spec (``bandoneon.markers.CallStyle``);
+``_invoke`` and ``_invoke_sync`` are the only places an implementation is called.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pluggy
 from . import hookspecs
 from .decisions import FinalAnswer, SendBack
 from .errors import BandoneonError, ConfigError, PluginError
-from .plugins import PROJECT, installed_plugins, plugin_name
+from .markers import PROJECT, Calls, CallStyle, call_style
+from .plugins import installed_hookspecs, installed_plugins, plugin_name, published_hookspecs
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -34,15 +37,21 @@ __all__ = ["Hooks", "registration_hooks"]
 
 _log = logging.getLogger("bandoneon.hooks")
 
+SpecModules = tuple[types.ModuleType, ...]
+_FIRST, _CHAINED, _COLLECTING = Calls.FIRST, Calls.CHAINED, Calls.COLLECTING
+
 
 @attrs.frozen
 class _Declaration:
-    """One hook implementation of a plugin class, validated by pluggy once per class."""
+    """One hook implementation of a plugin, validated by pluggy once per plugin class."""
 
     hook: str
     attribute: str
-    argnames: tuple[str, ...]
+    argnames: tuple[str, ...]  # passed by position, as pluggy does
+    kwargnames: tuple[str, ...]  # parameters with a default that the spec provides: by keyword
     order: int  # 0 tryfirst, 1 normal, 2 trylast
+    binds_class: bool  # a process-wide hook written as a plain method: called with the class as self
+    is_async: bool
 
 
 @attrs.frozen
@@ -50,160 +59,293 @@ class _Impl:
     plugin: str
     function: Callable[..., Any]
     argnames: tuple[str, ...]
+    kwargnames: tuple[str, ...]
     is_async: bool
 
 
 @functools.cache
-def _declarations(key: object) -> tuple[_Declaration, ...]:
-    """What ``key`` (a plugin class, or a module) implements, checked against the hookspecs.
+def _styles(specs: SpecModules) -> dict[str, CallStyle]:
+    """Hook name -> calling style, for every spec in ``specs`` (a spec without one is refused)."""
+    styles: dict[str, CallStyle] = {}
+    for module in specs:
+        for name, value in vars(module).items():
+            if callable(value) and hasattr(value, f"{PROJECT}_spec"):
+                if name in styles:
+                    raise PluginError(f"hook {name!r} is declared twice (again by {module.__name__}); a hook has one owner", hook=name)
+                styles[name] = call_style(value)
+    return styles
 
-    pluggy does the checking (marker parsing, argument names, unknown hooks); the result is
-    cached so that building an agent does not re-inspect every attribute of every plugin.
+
+def _process_wide_specs(specs: SpecModules) -> dict[str, Callable[..., Any]]:
+    styles = _styles(specs)
+    return {name: getattr(module, name) for module in specs for name in vars(module) if name in styles and styles[name].is_process_wide}
+
+
+def _has_instance_hooks(plugin: object) -> bool:
+    """Implementations set on the instance itself: then the instance, not its class, is validated."""
+    return any(hasattr(value, f"{PROJECT}_impl") for value in getattr(plugin, "__dict__", {}).values())
+
+
+_known: dict[tuple[object, SpecModules, bool], tuple[_Declaration, ...]] = {}
+
+
+def _declarations(plugin: object, specs: SpecModules, *, process_wide: bool = False) -> tuple[_Declaration, ...]:
+    """What ``plugin`` implements, checked by pluggy against ``specs``.
+
+    Validation is pluggy's own, on the object being registered (marker parsing, argument names
+    of the bound methods, unknown hooks). The result is kept per class, so building an agent
+    does not re-inspect every attribute of every plugin; an instance carrying implementations
+    of its own is validated by itself.
     """
-    name = plugin_name(key)
-    probe = pluggy.PluginManager(PROJECT)
-    probe.add_hookspecs(hookspecs)
+    if not isinstance(plugin, (type, types.ModuleType)) and _has_instance_hooks(plugin):
+        return _validate(plugin, specs, process_wide)
+    key = (plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin), specs, process_wide)
+    found = _known.get(key)
+    if found is None:
+        found = _known[key] = _validate(plugin, specs, process_wide)
+    return found
+
+
+def _validate(plugin: object, specs: SpecModules, process_wide: bool) -> tuple[_Declaration, ...]:
+    name = plugin_name(plugin)
+    styles = _styles(specs)
+    manager = pluggy.PluginManager(PROJECT)
+    if process_wide:  # only these hooks are called on the class; its other hooks are checked on its instances
+        manager.add_hookspecs(types.SimpleNamespace(**_process_wide_specs(specs)))
+    else:
+        for module in specs:
+            manager.add_hookspecs(module)
     try:
-        probe.register(key, name=name)
-        probe.check_pending()
+        manager.register(plugin, name=name)
+        if not process_wide:
+            manager.check_pending()
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r} is not valid: {exc}", plugin=name) from None
     found = []
-    for hook in _HOOK_NAMES:
-        for impl in getattr(probe.hook, hook).get_hookimpls():
+    for hook, style in styles.items():
+        if process_wide and not style.is_process_wide:
+            continue
+        for impl in getattr(manager.hook, hook).get_hookimpls():
             if impl.hookwrapper or impl.wrapper:
-                raise PluginError(f"plugin {name!r}: bandoneon hooks cannot be wrappers ({hook})", plugin=name, hook=hook)
+                raise PluginError(
+                    f"plugin {name!r}: {hook} is declared as a hook wrapper, which bandoneon does not call "
+                    "(its hooks may be async). Use tryfirst=True to run before the others, trylast=True to run "
+                    "after them, or before_run/after_run to bracket a run.",
+                    plugin=name,
+                    hook=hook,
+                )
+            if style.is_sync and inspect.iscoroutinefunction(impl.function):
+                raise PluginError(f"plugin {name!r}: {hook} must not be async (it is called outside the event loop)", plugin=name, hook=hook)
+            spec_arguments = set(getattr(manager.hook, hook).spec.argnames)
+            attribute = _attribute_of(plugin, impl.function)
+            binds_class = style.is_process_wide and isinstance(plugin, type) and inspect.isfunction(inspect.getattr_static(plugin, attribute))
             order = 0 if impl.tryfirst else 2 if impl.trylast else 1
-            found.append(_Declaration(hook, impl.function.__name__, tuple(impl.argnames), order))
+            found.append(
+                _Declaration(
+                    hook,
+                    attribute,
+                    tuple(impl.argnames),
+                    tuple(a for a in impl.kwargnames if a in spec_arguments),
+                    order,
+                    binds_class,
+                    inspect.iscoroutinefunction(impl.function),
+                )
+            )
     return tuple(found)
 
 
+def _attribute_of(plugin: object, function: Callable[..., Any]) -> str:
+    """The attribute name under which pluggy found ``function`` (it may differ from ``__name__``)."""
+    underlying = getattr(function, "__func__", function)
+    candidate = getattr(plugin, function.__name__, None)
+    if getattr(candidate, "__func__", candidate) is underlying:
+        return function.__name__
+    for attribute in dir(plugin):
+        try:
+            value = getattr(plugin, attribute)
+        except Exception:  # pluggy skips attributes that fail the same way
+            continue
+        if value is function or getattr(value, "__func__", value) is underlying:
+            return attribute
+    raise PluginError(f"plugin {plugin_name(plugin)!r}: cannot find the attribute of {function!r}")
+
+
 class Hooks:
-    """One agent's plugin registry, behind one typed method per hook.
+    """One agent's plugin registry, behind one typed method per core hook.
 
     Plugins are validated by pluggy (once per class) and called in pluggy's order: ``tryfirst``
     implementations, then the others, then ``trylast``; later-registered first within each
     group. Implementation lists are computed once, so a hook nobody implements costs one check.
     """
 
-    def __init__(self, plugins: Iterable[object]):
+    def __init__(self, plugins: Iterable[object], *, process_wide: bool = False):
         self.plugins: tuple[object, ...] = tuple(plugins)
         self._by_name: dict[str, object] = {}
-        ranked: dict[str, list[tuple[int, int, _Impl]]] = {hook: [] for hook in _HOOK_NAMES}
+        published = [m for m in map(published_hookspecs, self.plugins) if m is not None]
+        self.specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
+        self._styles = _styles(self.specs)
+        ranked: dict[str, list[tuple[int, int, _Impl]]] = {}
         for position, plugin in enumerate(self.plugins):
             name = plugin_name(plugin)
             if name in self._by_name:
                 raise ConfigError(f"plugin {name!r} is activated twice in one agent; pass it once")
             self._by_name[name] = plugin
-            key = plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin)
-            for declaration in _declarations(key):
+            for declaration in _declarations(plugin, self.specs, process_wide=process_wide):
                 function = getattr(plugin, declaration.attribute)
-                impl = _Impl(name, function, declaration.argnames, inspect.iscoroutinefunction(function))
-                ranked[declaration.hook].append((declaration.order, -position, impl))
-        self._impls: dict[str, tuple[_Impl, ...]] = {
-            hook: tuple(impl for *_, impl in sorted(entries, key=lambda entry: entry[:2])) for hook, entries in ranked.items()
-        }
+                if declaration.binds_class:
+                    function = types.MethodType(function, plugin)
+                impl = _Impl(name, function, declaration.argnames, declaration.kwargnames, declaration.is_async)
+                ranked.setdefault(declaration.hook, []).append((declaration.order, -position, impl))
+        self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
+        for hook, entries in ranked.items():
+            entries.sort(key=_rank)
+            self._impls[hook] = tuple(impl for *_, impl in entries)
 
-    def implements(self, hook: str) -> bool:
-        return bool(self._impls[hook])
+    def implements(self, spec: Callable[..., Any]) -> bool:
+        """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""
+        return bool(self._impls.get(spec.__name__))
 
     def get(self, name: str) -> object | None:
         """The active plugin instance called ``name``, or None."""
         return self._by_name.get(name)
 
-    # -------- the four calling styles
+    # -------- the one call path
 
-    async def _call(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+    async def _invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+        """Call one implementation as pluggy would, await it if it is async, name it in errors."""
         try:
+            if impl.kwargnames:
+                result = impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
+            else:
+                result = impl.function(*[kwargs[a] for a in impl.argnames])
             if impl.is_async:
-                result = await impl.function(*[kwargs[a] for a in impl.argnames])
+                result = await result
+        except BandoneonError as exc:
+            exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
+            raise
+        except Exception as exc:
+            raise PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook) from exc
+        return result
+
+    def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+        """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
+        try:
+            if impl.kwargnames:
+                result = impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
             else:
                 result = impl.function(*[kwargs[a] for a in impl.argnames])
         except BandoneonError as exc:
             exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
             raise
         except Exception as exc:
-            raise PluginError(
-                f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook
-            ) from exc
+            raise PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook) from exc
+        if inspect.iscoroutine(result):
+            result.close()
+            raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
         return result
 
-    async def first(self, hook: str, **kwargs: Any) -> Any:
+    async def call(self, spec: Callable[..., Any], /, **kwargs: Any) -> Any:
+        """Call the hook ``spec`` (a core hookspec or one a plugin publishes) in its declared style.
+
+        First answer: the answer or None. Chained: the final value of the chained argument.
+        Collecting: the list of non-None answers. Observing: None.
+        """
+        hook = spec.__name__
+        self._style(hook)
+        return await self._run(hook, kwargs)
+
+    def call_sync(self, spec: Callable[..., Any], /, **kwargs: Any) -> Any:
+        """``call`` for a hook declared ``sync=True`` (or process-wide): no event loop needed."""
+        hook = spec.__name__
+        style = self._style(hook)
+        if not style.is_sync:
+            raise TypeError(f"hook {hook!r} is not declared sync; await hooks.call(...) instead")
+        results = []
         for impl in self._impls[hook]:
-            result = await self._call(impl, hook, kwargs)
-            if result is not None:
+            result = self._invoke_sync(impl, hook, kwargs)
+            if result is None:
+                continue
+            if style.calls is _FIRST:
                 return result
-        return None
-
-    async def chain(self, hook: str, key: str, **kwargs: Any) -> Any:
-        for impl in self._impls[hook]:
-            result = await self._call(impl, hook, kwargs)
-            if result is not None:
-                kwargs[key] = result
-        return kwargs[key]
-
-    async def collect(self, hook: str, **kwargs: Any) -> list[Any]:
-        results = []
-        for impl in self._impls[hook]:
-            result = await self._call(impl, hook, kwargs)
-            if result is not None:
+            if style.calls is _CHAINED:
+                chained: str = style.chains  # type: ignore[assignment]
+                kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
+            else:
                 results.append(result)
-        return results
+        if style.calls is _CHAINED:
+            return kwargs[style.chains]  # type: ignore[index]
+        return results if style.calls is _COLLECTING else None
 
-    def collect_sync(self, hook: str, **kwargs: Any) -> list[Any]:
-        """For hooks called outside a run (agent creation): implementations must not be async."""
-        results = []
+    def _style(self, hook: str) -> CallStyle:
+        style = self._styles.get(hook)
+        if style is None:
+            raise PluginError(f"no active or installed plugin declares a hook named {hook!r}", hook=hook)
+        return style
+
+    async def _run(self, hook: str, kwargs: dict[str, Any]) -> Any:
+        style = self._styles[hook]
+        calls = style.calls
+        if calls is _FIRST:
+            for impl in self._impls[hook]:
+                result = await self._invoke(impl, hook, kwargs)
+                if result is not None:
+                    return result
+            return None
+        if calls is _CHAINED:
+            chained: str = style.chains  # type: ignore[assignment]
+            for impl in self._impls[hook]:
+                result = await self._invoke(impl, hook, kwargs)
+                if result is not None:
+                    kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
+            return kwargs[chained]
+        if calls is _COLLECTING:
+            results = []
+            for impl in self._impls[hook]:
+                result = await self._invoke(impl, hook, kwargs)
+                if result is not None:
+                    results.append(result)
+            return results
         for impl in self._impls[hook]:
             try:
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-            except BandoneonError:
-                raise
-            except Exception as exc:
-                raise PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook) from exc
-            if inspect.iscoroutine(result):
-                result.close()
-                raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
-            if result is not None:
-                results.append(result)
-        return results
+                await self._invoke(impl, hook, kwargs)
+            except PluginError as exc:
+                _log.warning("%s (observer errors are not fatal)", exc)
+        return None
 
-    # -------- one typed method per hook
+    # -------- one typed method per core hook
 
     async def before_turn(self, run: RunContext) -> Stop | None:
-        return await self.first("before_turn", run=run)
+        return await self._run("before_turn", {"run": run})
 
     async def before_provider_call(self, run: RunContext, request: ModelRequest) -> ModelRequest:
-        return await self.chain("before_provider_call", "request", run=run, request=request)
+        return await self._run("before_provider_call", {"run": run, "request": request})
 
     async def before_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> Refuse | Respond | None:
-        return await self.first("before_tool_execution", run=run, call=call, tool=tool, arguments=arguments)
+        return await self._run("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments})
 
-    async def after_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> str:
-        for impl in self._impls["after_tool_execution"]:
-            text = await self._call(impl, "after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
-            if text is not None:
-                result = attrs.evolve(result, content=text)
-        return result.content
+    async def after_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> ToolResult:
+        return await self._run("after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
 
     async def after_turn(self, run: RunContext, turn: Turn) -> None:
-        await self.collect("after_turn", run=run, turn=turn)
+        await self._run("after_turn", {"run": run, "turn": turn})
 
     async def should_stop(self, run: RunContext, turn: Turn) -> Stop | None:
-        return await self.first("should_stop", run=run, turn=turn)
+        return await self._run("should_stop", {"run": run, "turn": turn})
 
     async def compact_history(self, run: RunContext, request: ModelRequest, window: int | None) -> Compacted | None:
-        return await self.first("compact_history", run=run, request=request, window=window)
+        return await self._run("compact_history", {"run": run, "request": request, "window": window})
 
     async def retry_delay(self, run: RunContext, error: Exception, attempt: int) -> Retry | None:
-        return await self.first("retry_delay", run=run, error=error, attempt=attempt)
+        return await self._run("retry_delay", {"run": run, "error": error, "attempt": attempt})
 
     async def wrap_up(self, run: RunContext, stop: Stop) -> Message | None:
-        return await self.first("wrap_up", run=run, stop=stop)
+        return await self._run("wrap_up", {"run": run, "stop": stop})
 
     async def check_answer(self, run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack:
-        """Chained rewrites of the answer; the first ``SendBack`` ends the chain."""
+        """Chained rewrites of the answer (as the spec declares); the first ``SendBack`` ends the
+        chain, which the generic chained call cannot express, and a wrong answer type names its plugin."""
         for impl in self._impls["check_answer"]:
-            verdict = await self._call(impl, "check_answer", {"run": run, "answer": answer})
+            verdict = await self._invoke(impl, "check_answer", {"run": run, "answer": answer})
             if isinstance(verdict, SendBack):
                 return verdict
             if verdict is not None:
@@ -217,55 +359,59 @@ class Hooks:
         return answer
 
     async def system_prompt_sections(self, run: RunContext) -> list[str]:
-        return await self.collect("system_prompt_sections", run=run)
+        return await self._run("system_prompt_sections", {"run": run})
 
     async def before_run(self, run: RunContext) -> None:
-        await self.collect("before_run", run=run)
+        await self._run("before_run", {"run": run})
 
     async def after_run(self, run: RunContext, result: RunResult) -> None:
-        await self.collect("after_run", run=run, result=result)
+        await self._run("after_run", {"run": run, "result": result})
 
-    async def on_event(self, run: RunContext, event: Event) -> None:
-        for impl in self._impls["on_event"]:
-            try:
-                await self._call(impl, "on_event", {"run": run, "event": event})
-            except PluginError as exc:
-                _log.warning("%s (observer errors are not fatal)", exc)
+    async def on_event(self, run: RunContext | None, event: Event) -> None:
+        await self._run("on_event", {"run": run, "event": event})
 
     def register_skills(self, agent: Agent, register: Callable[..., None]) -> None:
-        self.collect_sync("register_skills", agent=agent, register=register)
+        self.call_sync(hookspecs.register_skills, agent=agent, register=register)
 
     def register_memory(self, agent: Agent, register: Callable[..., None]) -> None:
-        self.collect_sync("register_memory", agent=agent, register=register)
+        self.call_sync(hookspecs.register_memory, agent=agent, register=register)
 
     async def agent_closed(self, agent: Agent) -> None:
-        await self.collect("agent_closed", agent=agent)
+        await self._run("agent_closed", {"agent": agent})
 
     def agent_created(self, agent: Agent) -> None:
-        self.collect_sync("agent_created", agent=agent)
+        self.call_sync(hookspecs.agent_created, agent=agent)
 
     def register_tools(self, agent: Agent) -> list[Tool]:
-        return [t for tools in self.collect_sync("register_tools", agent=agent) for t in tools]
+        return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
 
     def register_providers(self, register: Callable[..., None]) -> None:
-        self.collect_sync("register_providers", register=register)
+        self.call_sync(hookspecs.register_providers, register=register)
 
     def register_commands(self, subparsers: Any) -> None:
-        self.collect_sync("register_commands", subparsers=subparsers)
+        self.call_sync(hookspecs.register_commands, subparsers=subparsers)
 
 
-_HOOK_NAMES = tuple(name for name, value in vars(hookspecs).items() if callable(value) and hasattr(value, "bandoneon_spec"))
+def _rank(entry: tuple[int, int, _Impl]) -> tuple[int, int]:
+    return entry[0], entry[1]
 
+
+@functools.cache
+def _known_specs() -> SpecModules:
+    """The core's hookspecs and those every installed plugin publishes."""
+    return tuple(dict.fromkeys([hookspecs, *installed_hookspecs()]))
 
 
 def forget_declarations() -> None:
     """Drop what was learned about plugin classes (``refresh_plugins`` calls this)."""
-    _declarations.cache_clear()
+    _known.clear()
+    _styles.cache_clear()
+    _known_specs.cache_clear()
     registration_hooks.cache_clear()
 
 
 @functools.cache
 def registration_hooks() -> Hooks:
-    """Process-wide hooks over every importable installed plugin *class* (providers, commands)."""
-    classes = [entry.load() for entry in installed_plugins().values()]
-    return Hooks(cls for cls in classes if cls is not None)
+    """Process-wide hooks over every importable installed plugin (class or module): providers, commands."""
+    loaded = [entry.load() for entry in installed_plugins().values()]
+    return Hooks((plugin for plugin in loaded if plugin is not None), process_wide=True)

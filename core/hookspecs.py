@@ -1,19 +1,27 @@
-"""Every hook a plugin may implement. Only hookspecs live here.
+"""Every hook of the core. Only hookspecs live here.
 
-How the core calls them (``bandoneon.hooks.Hooks``):
+Each spec declares how it is called (``@hookspec(Calls.FIRST)``...); the facade
+(``bandoneon.hooks.Hooks``), ``docs/hooks.md`` (``python -m bandoneon.hookdocs``) and the
+meta-tests read that declaration. What the styles mean:
 
-- Implementations may be plain functions or ``async def``; the core awaits what needs awaiting.
+- Implementations may be plain functions or ``async def``; the core awaits what needs
+  awaiting. ``sync`` hooks run outside the event loop: an ``async def`` implementation is
+  refused when the plugin is registered.
 - *First answer* hooks take the first non-None answer in call order and do not call the
   rest. They are deliberately **not** pluggy ``firstresult`` hooks: a coroutine is never None,
   so pluggy could not tell "no answer" from "an answer still to be awaited".
 - *Chained* hooks pass each implementation's answer to the next (None keeps the value).
 - *Collecting* hooks call every implementation and gather the non-None answers.
+- *Observing* hooks call every implementation; a failure is logged, never fatal.
 - Call order is pluggy's: later-registered first, ``tryfirst``/``trylast`` to pin a place.
-  Policy packs are registered last, so they run first.
+  Policy packs are registered last, so they run first. Hook wrappers are refused.
+- Arguments are passed as pluggy passes them: an implementation names the ones it needs, and
+  a parameter with a default receives the caller's value.
 - A hook that raises fails the run with ``PluginError`` naming the plugin and the hook; the
-  history is left valid. ``on_event`` is the exception: a broken observer is logged, not fatal.
-- Registration hooks (``register_providers``, ``register_commands``) run once per process on
-  the plugin *class*, before any agent exists: write them as ``@staticmethod``.
+  history is left valid.
+- ``process_wide`` hooks (``register_providers``, ``register_commands``) run once per process
+  on the plugin class or module, before any agent exists; a plain method works (the facade
+  passes no instance), ``@staticmethod`` is not needed.
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import pluggy
+import attrs
+
+from .markers import Calls, hookspec
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -32,12 +42,16 @@ if TYPE_CHECKING:
     from .result import RunResult
     from .tools import Tool
 
-hookspec = pluggy.HookspecMarker("bandoneon")
+
+def _with_content(result: ToolResult, text: str) -> ToolResult:
+    """How an ``after_tool_execution`` answer (text) is folded into the chained result."""
+    return attrs.evolve(result, content=text)
+
 
 # ---------------------------------------------------------------- loop points
 
 
-@hookspec
+@hookspec(Calls.FIRST)
 def before_turn(run: RunContext) -> Stop | None:
     """At the start of every turn, before anything is sent.
 
@@ -49,7 +63,7 @@ def before_turn(run: RunContext) -> Stop | None:
     """
 
 
-@hookspec
+@hookspec(Calls.CHAINED, chains="request")
 def before_provider_call(run: RunContext, request: ModelRequest) -> ModelRequest | None:
     """Right before a request goes to the model: change what this one call sends.
 
@@ -63,7 +77,7 @@ def before_provider_call(run: RunContext, request: ModelRequest) -> ModelRequest
     """
 
 
-@hookspec
+@hookspec(Calls.FIRST)
 def before_tool_execution(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> Refuse | Respond | None:
     """After the model asks for a tool and its arguments are valid, before it runs.
 
@@ -80,7 +94,7 @@ def before_tool_execution(run: RunContext, call: ToolCall, tool: Tool, arguments
     """
 
 
-@hookspec
+@hookspec(Calls.CHAINED, chains="result", fold=_with_content)
 def after_tool_execution(run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> str | None:
     """After a tool ran (or failed, or was refused), before its result joins the history.
 
@@ -95,7 +109,7 @@ def after_tool_execution(run: RunContext, call: ToolCall, tool: Tool | None, res
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING)
 def after_turn(run: RunContext, turn: Turn) -> None:
     """Once the model's reply and its tool results are in the history. Observe or persist.
 
@@ -109,7 +123,7 @@ def after_turn(run: RunContext, turn: Turn) -> None:
 # ---------------------------------------------------------------- extension points
 
 
-@hookspec
+@hookspec(Calls.FIRST)
 def should_stop(run: RunContext, turn: Turn) -> Stop | None:
     """After each turn that asked for tools: should the run end here?
 
@@ -124,7 +138,7 @@ def should_stop(run: RunContext, turn: Turn) -> Stop | None:
     """
 
 
-@hookspec
+@hookspec(Calls.FIRST)
 def compact_history(run: RunContext, request: ModelRequest, window: int | None) -> Compacted | None:
     """Before each model call: shrink the working history if it does not fit.
 
@@ -138,7 +152,7 @@ def compact_history(run: RunContext, request: ModelRequest, window: int | None) 
     """
 
 
-@hookspec
+@hookspec(Calls.FIRST)
 def retry_delay(run: RunContext, error: Exception, attempt: int) -> Retry | None:
     """A model call failed with a ``ProviderError``: wait and try again?
 
@@ -153,7 +167,7 @@ def retry_delay(run: RunContext, error: Exception, attempt: int) -> Retry | None
     """
 
 
-@hookspec
+@hookspec(Calls.FIRST)
 def wrap_up(run: RunContext, stop: Stop) -> Message | None:
     """The run is ending on a limit, without an answer. Offer a best-effort final message.
 
@@ -166,7 +180,7 @@ def wrap_up(run: RunContext, stop: Stop) -> Message | None:
     """
 
 
-@hookspec
+@hookspec(Calls.CHAINED, chains="answer")
 def check_answer(run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack | None:
     """The run has its final answer, before ``RunResult`` is made: accept, rewrite or send back.
 
@@ -189,7 +203,7 @@ def check_answer(run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING, sync=True)
 def register_skills(agent: Agent, register: Callable[..., None]) -> None:
     """Contribute skills. Called synchronously by the skills plugin, once per agent.
 
@@ -202,7 +216,7 @@ def register_skills(agent: Agent, register: Callable[..., None]) -> None:
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING, sync=True)
 def register_memory(agent: Agent, register: Callable[..., None]) -> None:
     """Contribute memory stores, embedders and session stores. Called synchronously by the
     memory plugin, once per agent.
@@ -218,7 +232,7 @@ def register_memory(agent: Agent, register: Callable[..., None]) -> None:
 # ---------------------------------------------------------------- the agent and the run
 
 
-@hookspec
+@hookspec(Calls.COLLECTING, sync=True)
 def agent_created(agent: Agent) -> None:
     """An agent was built with this plugin active. Check its tools, warn, or raise ``ConfigError``.
 
@@ -229,7 +243,7 @@ def agent_created(agent: Agent) -> None:
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING)
 def agent_closed(agent: Agent) -> None:
     """``agent.aclose()`` was called: release what the plugin holds for this agent (locks,
     files, HTTP clients). May be async. The agent itself stays usable.
@@ -241,7 +255,7 @@ def agent_closed(agent: Agent) -> None:
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING, sync=True)
 def register_tools(agent: Agent) -> Sequence[Tool] | None:
     """Tools this plugin adds to the agent (``load_skill``, ``remember``, ``run_code``...).
 
@@ -253,7 +267,7 @@ def register_tools(agent: Agent) -> Sequence[Tool] | None:
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING)
 def system_prompt_sections(run: RunContext) -> str | None:
     """Text to append to the system prompt of every request of this run.
 
@@ -264,7 +278,7 @@ def system_prompt_sections(run: RunContext) -> str | None:
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING)
 def before_run(run: RunContext) -> None:
     """A run starts; the prompt is in ``run.prompt`` and already in ``run.messages``.
 
@@ -275,7 +289,7 @@ def before_run(run: RunContext) -> None:
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING)
 def after_run(run: RunContext, result: RunResult) -> None:
     """A run ended, however it ended (also when it raised: ``result.error`` says so).
 
@@ -287,7 +301,7 @@ def after_run(run: RunContext, result: RunResult) -> None:
     """
 
 
-@hookspec
+@hookspec(Calls.OBSERVING)
 def on_event(run: RunContext, event: Event) -> None:
     """Every event of the run. Observers only: an exception here is logged, never fatal.
 
@@ -303,7 +317,7 @@ def on_event(run: RunContext, event: Event) -> None:
 # ---------------------------------------------------------------- process-wide registration
 
 
-@hookspec
+@hookspec(Calls.COLLECTING, process_wide=True)
 def register_providers(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Contribute model providers. Runs once per process, on the plugin class.
 
@@ -315,7 +329,7 @@ def register_providers(register: Callable[[str, Callable[..., Any]], None]) -> N
     """
 
 
-@hookspec
+@hookspec(Calls.COLLECTING, process_wide=True)
 def register_commands(subparsers: Any) -> None:
     """Add ``bandoneon`` CLI subcommands. Runs once per process, on the plugin class.
 

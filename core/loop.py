@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from . import hookspecs
 from .decisions import FinalAnswer, Stop
 from .errors import ProviderError, StreamInterrupted
 from .events import (
@@ -67,7 +68,7 @@ async def run_loop(run: RunContext) -> RunResult:
     error: BaseException | None = None
     deadline = None if agent.run_timeout is None else asyncio.get_running_loop().time() + agent.run_timeout
     try:
-        if hooks.implements("before_run"):
+        if hooks.implements(hookspecs.before_run):
             await hooks.before_run(run)
         try:
             if deadline is None:
@@ -113,13 +114,13 @@ async def run_loop(run: RunContext) -> RunResult:
     if rewritten is not None:
         text, output, answer = rewritten.text, rewritten.output, rewritten.answer
     detail = stop.detail
-    if not stop.is_answer and stop.reason != "cancelled" and hooks.implements("wrap_up"):
+    if not stop.is_answer and stop.reason != "cancelled" and hooks.implements(hookspecs.wrap_up):
         message = await _wrap_up(run, stop, deadline)
         if message is not None:
             run.append(message)
             text = message.content or None
             output = wrapped_up_output(run.output, text)
-            if hooks.implements("check_answer"):
+            if hooks.implements(hookspecs.check_answer):
                 text, output, detail = await check_wrap_up(run, stop, text, output)
     result: RunResult[Any] = RunResult(
         stop=stop.reason,
@@ -166,7 +167,7 @@ async def _finish(run: RunContext, result: RunResult) -> None:
     if run.wants_events:
         error = result.detail if result.error is not None else None
         await run.emit(RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
-    if hooks.implements("after_run"):
+    if hooks.implements(hookspecs.after_run):
         await hooks.after_run(run, result)
 
 
@@ -181,7 +182,7 @@ async def _turns(run: RunContext) -> Stop:
         if agent._cancel_requested:
             raise asyncio.CancelledError
         stop = await _turn(run, rounds)
-        if stop is not None and stop.is_answer and hooks.implements("check_answer"):
+        if stop is not None and stop.is_answer and hooks.implements(hookspecs.check_answer):
             stop = await check_answer(run, stop, rounds)
         if stop is not None:
             return stop
@@ -193,7 +194,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     hooks = agent.hooks
     spec = run.output
     run.turn += 1
-    if hooks.implements("before_turn"):
+    if hooks.implements(hookspecs.before_turn):
         stop = await hooks.before_turn(run)
         if stop is not None:
             return stop
@@ -226,7 +227,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         else:
             results = await run_tools(run, message.tool_calls)
     turn = Turn(run.turn, reply, results)
-    if hooks.implements("after_turn"):
+    if hooks.implements(hookspecs.after_turn):
         await hooks.after_turn(run, turn)
     if run.wants_events:
         await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
@@ -252,7 +253,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         run.append(Message.user(spec.repair_prompt(problem + " Give it again, shorter.")))
     if problem:
         return count_invalid(run, rounds, problem)
-    if not hooks.implements("should_stop"):
+    if not hooks.implements(hookspecs.should_stop):
         return None
     stop = await hooks.should_stop(run, turn)
     if stop is not None and spec is not None and stop.is_answer:
@@ -269,7 +270,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
     agent = run.agent
     hooks = agent.hooks
     system_prompt = run.system_prompt
-    if hooks.implements("system_prompt_sections"):
+    if hooks.implements(hookspecs.system_prompt_sections):
         sections = await hooks.system_prompt_sections(run)
         if sections:
             system_prompt = "\n\n".join([system_prompt, *sections]) if system_prompt else "\n\n".join(sections)
@@ -283,7 +284,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
         stream=run.wants_deltas,
         output_schema=spec.schema if spec is not None and spec.mode == "native" else None,
     )
-    if hooks.implements("compact_history"):
+    if hooks.implements(hookspecs.compact_history):
         window = await agent.context_window()
         compacted = await hooks.compact_history(run, request, window)
         if compacted is not None:
@@ -291,7 +292,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
             request = attrs.evolve(request, messages=tuple(compacted.messages))
             if run.wants_events:
                 await run.emit(CompactionDone(run.run_id, compacted.tokens_before, compacted.tokens_after, compacted.removed))
-    if hooks.implements("before_provider_call"):
+    if hooks.implements(hookspecs.before_provider_call):
         request = await hooks.before_provider_call(run, request)
     return request
 
@@ -319,7 +320,7 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
         except ProviderError as exc:
             if streamed is not None and streamed.delivered and not isinstance(exc, StreamInterrupted):
                 raise StreamInterrupted(f"the reply stream broke after part of it was shown: {exc}", partial_text=streamed.text) from exc
-            decision = await hooks.retry_delay(run, exc, attempt) if hooks.implements("retry_delay") else None
+            decision = await hooks.retry_delay(run, exc, attempt) if hooks.implements(hookspecs.retry_delay) else None
             if decision is None:
                 raise
             if run.wants_events:

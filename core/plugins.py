@@ -2,13 +2,15 @@
 calls them is ``bandoneon.hooks``).
 
 A plugin is a class (an attrs class, ideally: its fields are its options) whose methods are
-marked with ``@bandoneon.hookimpl``. Its distribution declares it in the ``bandoneon``
-entry-point group. Installed is not active: each agent builds its own plugin instances, so
-two agents in one process can differ. Three class attributes steer activation:
+marked with ``@bandoneon.hookimpl``, or a module of such functions. Its distribution declares
+it in the ``bandoneon`` entry-point group, and **the entry point's name is the plugin's name**
+(a class or module that is not installed is named by its ``name`` attribute, else its class or
+module name). Installed is not active: each agent builds its own plugin instances, so two
+agents in one process can differ. Attributes steering activation:
 
-- ``name``: the plugin's name (the entry point's name).
 - ``is_default``: active in agents built without ``plugins=`` (retry, stop, compaction).
 - ``is_policy_pack``: active in *every* agent of the environment; agent code cannot remove it.
+- ``hookspecs``: a module of hooks this plugin publishes for other plugins to implement.
 
 Operators control what loads with ``BANDONEON_DISABLED_PLUGINS=a,b`` and the allow-list
 ``BANDONEON_PLUGINS=a,b``. A plugin that fails to import is skipped with a warning.
@@ -20,14 +22,15 @@ import functools
 import logging
 import os
 import time
+import types
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
-import pluggy
 
 from .errors import ConfigError
+from .markers import PROJECT, hookimpl
 from .structuring import StructureError, structure
 
 if TYPE_CHECKING:
@@ -44,23 +47,27 @@ __all__ = [
     "installed_plugins",
     "load_plugin",
     "plugin_name",
+    "published_hookspecs",
     "refresh_plugins",
 ]
 
 _log = logging.getLogger("bandoneon.plugins")
 
-PROJECT = "bandoneon"
-hookimpl = pluggy.HookimplMarker(PROJECT)
-
-
 class PluginImportWarning(UserWarning):
     """An installed plugin could not be imported and was skipped."""
+
+
+class PluginNameWarning(UserWarning):
+    """Two names for one plugin, or one name for two plugins: which one counts is said."""
 
 
 class Plugin:
     """Optional base class documenting the attributes the core reads. Plain classes work too."""
 
+    #: The name of a plugin that is not installed (an installed one is named by its entry point).
     name: ClassVar[str] = ""
+    #: A module of hookspecs this plugin publishes (declared with ``bandoneon.hookspec``).
+    hookspecs: ClassVar[types.ModuleType | None] = None
     is_default: ClassVar[bool] = False
     is_policy_pack: ClassVar[bool] = False
     #: Subagents started by an agent with this plugin get it too (tracing, guard rules).
@@ -72,10 +79,30 @@ class Plugin:
     handles_approvals: ClassVar[bool] = False
 
 
+#: Loaded entry-point objects (classes, modules) -> their entry-point names.
+_entry_point_names: dict[object, str] = {}
+
+
 def plugin_name(plugin: object) -> str:
-    cls = plugin if isinstance(plugin, type) else type(plugin)
-    name = getattr(cls, "name", None)
-    return name if isinstance(name, str) and name else cls.__name__.lower()
+    """The plugin's one name: its entry point's name if it is installed, else its ``name``
+    attribute, else its class name (lower case) or its module's last name."""
+    key = plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin)
+    installed = _entry_point_names.get(key)
+    if installed is not None:
+        return installed
+    name = getattr(key, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return key.__name__.rpartition(".")[2] if isinstance(key, types.ModuleType) else key.__name__.lower()
+
+
+def published_hookspecs(plugin: object) -> types.ModuleType | None:
+    """The module of hookspecs ``plugin`` publishes, if any."""
+    key = plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin)
+    specs = getattr(key, "hookspecs", None)
+    if specs is not None and not isinstance(specs, (types.ModuleType, type)):
+        raise ConfigError(f"plugin {plugin_name(plugin)!r}: hookspecs must be a module of hookspecs, got {specs!r}")
+    return specs
 
 
 # ---------------------------------------------------------------- discovery
@@ -92,10 +119,12 @@ class InstalledPlugin:
     entry_point: importlib.metadata.EntryPoint
     import_seconds: float | None = None
     error: str | None = None
-    _loaded: type | None = attrs.field(default=None, alias="loaded")
+    _loaded: type | types.ModuleType | None = attrs.field(default=None, alias="loaded")
 
-    def load(self) -> type | None:
-        """Import the plugin class once; on failure warn, remember the error and return None."""
+    def load(self) -> type | types.ModuleType | None:
+        """Import the plugin (a class or a module) once; on failure warn, remember the error
+        and return None. A ``name`` attribute that disagrees with the entry point is a warning:
+        the entry point's name is the one that counts."""
         if self._loaded is not None or self.error is not None:
             return self._loaded
         started = time.perf_counter()
@@ -111,6 +140,16 @@ class InstalledPlugin:
             )
         finally:
             self.import_seconds = time.perf_counter() - started
+        if self._loaded is not None:
+            _entry_point_names[self._loaded] = self.name
+            declared = getattr(self._loaded, "name", None)
+            if isinstance(declared, str) and declared and declared != self.name:
+                warnings.warn(
+                    f"bandoneon plugin {self.value} says its name is {declared!r} but is installed as {self.name!r} "
+                    f"(distribution {self.distribution}); it is called {self.name!r}",
+                    PluginNameWarning,
+                    stacklevel=3,
+                )
         return self._loaded
 
 
@@ -133,6 +172,15 @@ def installed_plugins() -> dict[str, InstalledPlugin]:
         if entry_point.name in disabled or (allowed is not None and entry_point.name not in allowed):
             continue
         dist = entry_point.dist
+        if entry_point.name in found:
+            kept = found[entry_point.name]
+            warnings.warn(
+                f"two installed plugins are named {entry_point.name!r}: {kept.value} ({kept.distribution}) and "
+                f"{entry_point.value} ({dist.name if dist else None}); using {kept.value}",
+                PluginNameWarning,
+                stacklevel=2,
+            )
+            continue
         found[entry_point.name] = InstalledPlugin(
             name=entry_point.name,
             value=entry_point.value,
@@ -150,12 +198,14 @@ def refresh_plugins() -> None:
 
     installed_plugins.cache_clear()
     _flagged.cache_clear()
+    installed_hookspecs.cache_clear()
+    _entry_point_names.clear()
     forget_declarations()
     forget_plugin_providers()
 
 
-def load_plugin(name: str) -> type:
-    """The class of the installed plugin ``name``; ``ConfigError`` if it is unknown or broken."""
+def load_plugin(name: str) -> type | types.ModuleType:
+    """The class (or module) of the installed plugin ``name``; ``ConfigError`` if it is unknown or broken."""
     entry = installed_plugins().get(name)
     if entry is None:
         known = ", ".join(sorted(installed_plugins())) or "none installed"
@@ -167,24 +217,36 @@ def load_plugin(name: str) -> type:
 
 
 @functools.cache
-def _flagged(flag: str) -> tuple[type, ...]:
+def installed_hookspecs() -> tuple[types.ModuleType, ...]:
+    """The hookspec modules every importable installed plugin publishes."""
+    loaded = (entry.load() for entry in installed_plugins().values())
+    return tuple(dict.fromkeys(specs for plugin in loaded if plugin is not None and (specs := published_hookspecs(plugin)) is not None))
+
+
+@functools.cache
+def _flagged(flag: str) -> tuple[type | types.ModuleType, ...]:
     classes = (entry.load() for entry in installed_plugins().values())
     return tuple(cls for cls in classes if cls is not None and getattr(cls, flag, False))
 
 
-def default_plugin_classes() -> tuple[type, ...]:
+def default_plugin_classes() -> tuple[type | types.ModuleType, ...]:
     """Installed plugins every agent should have unless it says ``plugins=[...]``."""
     return _flagged("is_default")
 
 
-def policy_pack_classes() -> tuple[type, ...]:
+def policy_pack_classes() -> tuple[type | types.ModuleType, ...]:
     """Installed policy packs: active in every agent, whatever its code says."""
     return _flagged("is_policy_pack")
 
 
-def build_plugin(cls: type, options: Mapping[str, Any] | None = None, *, source: str = "arguments") -> object:
-    """An instance of plugin ``cls`` from an options mapping, every key checked."""
+def build_plugin(cls: type | types.ModuleType, options: Mapping[str, Any] | None = None, *, source: str = "arguments") -> object:
+    """An instance of plugin ``cls`` from an options mapping, every key checked (a module
+    plugin is its own instance and takes no options)."""
     options = dict(options or {})
+    if isinstance(cls, types.ModuleType):
+        if options:
+            raise ConfigError(f"{source}: plugin {plugin_name(cls)!r} is a module and takes no options, got {', '.join(sorted(options))}")
+        return cls
     try:
         if attrs.has(cls) and options:
             return structure(options, cls)
@@ -211,6 +273,7 @@ def configured_plugins(configured: Mapping[str, Mapping[str, Any]] | None = None
 
 def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[object]:
     """The plugin instances for one agent: what it asked for (or the defaults), then policy packs."""
+    packs = policy_pack_classes()  # loads the installed plugins first, so that every one is known by its name
     if plugins is None:
         chosen = configured_plugins()
     elif isinstance(plugins, Mapping):
@@ -218,7 +281,7 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
     else:
         chosen = [build_plugin(load_plugin(p), source=source) if isinstance(p, str) else p for p in plugins]
     names = {plugin_name(p) for p in chosen}
-    for cls in policy_pack_classes():
+    for cls in packs:
         if plugin_name(cls) in names:
             raise ConfigError(
                 f"{plugin_name(cls)!r} is an installed policy pack: it is active in every agent as the operator "

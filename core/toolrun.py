@@ -10,8 +10,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from . import hookspecs
 from .decisions import Refuse, Respond
 from .errors import ToolError
 from .events import ToolEnd, ToolRefused, ToolStart
@@ -84,7 +83,7 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
         except ArgumentsError as exc:
             results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
-        decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements("before_tool_execution") else None
+        decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements(hookspecs.before_tool_execution) else None
         if decision is None and tool.needs_approval and not run.agent._approvals_handled:
             decision = Refuse(
                 f"{tool.name} needs a person's approval and no approval channel is active in this agent, "
@@ -181,7 +180,6 @@ async def _run_one(
 
 async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> ToolResult:
     hooks = run.agent.hooks
-    if not hooks.implements("after_tool_execution"):
+    if not hooks.implements(hookspecs.after_tool_execution):
         return result
-    content = await hooks.after_tool_execution(run, result.call, tool, result)
-    return result if content == result.content else attrs.evolve(result, content=content)
+    return await hooks.after_tool_execution(run, result.call, tool, result)

@@ -1,0 +1,266 @@
+"""The plugin contract as pluggy defines it: argument passing, validation of the bound instance,
+wrappers, hooks published by plugins, process-wide hooks, module plugins."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import bandoneon
+import pytest
+from bandoneon import Calls, PluginError, Stop, hookimpl, hookspec
+from bandoneon.testing import ScriptedModel, call
+
+
+@bandoneon.tool
+def ping() -> str:
+    """Ping the server and return pong."""
+    return "pong"
+
+
+def agent_with(*plugins, model=None, **kwargs):
+    return bandoneon.Agent(model or ScriptedModel(call("ping"), "done"), plugins=list(plugins), tools=[ping], context_files=False, **kwargs)
+
+
+def test_a_parameter_with_a_default_receives_the_callers_value():
+    seen = []
+
+    class Defaults:
+        @hookimpl
+        def should_stop(self, run, turn=None):
+            seen.append(turn.number if turn is not None else "default")
+
+    agent_with(Defaults()).run_sync("go")
+    assert seen == [1]
+
+
+def test_a_parameter_the_spec_does_not_have_keeps_its_default():
+    seen = []
+
+    class Extra:
+        @hookimpl
+        def after_turn(self, turn, label="mine"):
+            seen.append((turn.number, label))
+
+    agent_with(Extra()).run_sync("go")
+    assert seen == [(1, "mine"), (2, "mine")]
+
+
+def shared_before_turn(self, run):
+    self.calls.append(run.turn)
+
+
+def test_a_plain_function_assigned_on_the_class_is_validated_on_the_instance():
+    class Shared:
+        before_turn = hookimpl(shared_before_turn)
+
+        def __init__(self):
+            self.calls = []
+
+    plugin = Shared()
+    agent_with(plugin).run_sync("go")
+    assert plugin.calls == [1, 2]
+
+
+def test_an_implementation_set_on_the_instance_is_called():
+    class Empty:
+        pass
+
+    plugin = Empty()
+    seen = []
+    plugin.before_turn = hookimpl(lambda run: seen.append(run.turn))
+    agent_with(plugin).run_sync("go")
+    assert seen == [1, 2]
+
+
+def test_a_hook_wrapper_is_refused_naming_what_to_use_instead():
+    class Wrapping:
+        @hookimpl(wrapper=True)
+        def before_turn(self, run):
+            yield
+
+    with pytest.raises(PluginError, match="wrapping.*hook wrapper.*tryfirst=True"):
+        agent_with(Wrapping())
+
+
+def test_an_async_implementation_of_a_sync_hook_is_refused_when_the_agent_is_built():
+    class Eager:
+        @hookimpl
+        async def register_tools(self, agent):
+            return []
+
+    with pytest.raises(PluginError, match="eager.*register_tools must not be async"):
+        agent_with(Eager())
+
+
+def test_an_implementation_of_a_hook_nobody_declares_is_refused_unless_optional():
+    class Typo:
+        @hookimpl
+        def befor_turn(self, run):
+            return None
+
+    class Optional:
+        @hookimpl(optionalhook=True)
+        def some_other_plugins_hook(self, run):
+            return None
+
+    with pytest.raises(PluginError, match="(?s)typo.*befor_turn"):
+        agent_with(Typo())
+    assert agent_with(Optional()).run_sync("go").ok
+
+
+def test_process_wide_hooks_need_no_staticmethod():
+    from bandoneon.hooks import Hooks
+
+    class Echo:
+        def register_providers(self, register):  # a plain method: called on the class
+            register("echo-plain", lambda rest, **options: ScriptedModel(f"echo {rest}", model=rest))
+
+    Echo.register_providers = hookimpl(Echo.register_providers)
+    Hooks([Echo], process_wide=True).register_providers(register=bandoneon.register_provider)
+    assert bandoneon.Agent("echo-plain:hi", plugins=[], context_files=False).run_sync("x").text == "echo hi"
+
+
+def test_a_module_is_a_plugin():
+    module = types.ModuleType("stopper_plugin")
+    exec(
+        "from bandoneon import hookimpl, Stop\n"
+        "@hookimpl\n"
+        "def before_turn(run):\n"
+        "    return Stop('module_says_stop') if run.turn == 2 else None\n",
+        module.__dict__,
+    )
+    agent = agent_with(module)
+    assert agent.plugin("stopper_plugin") is module
+    assert agent.run_sync("go").stop == "module_says_stop"
+
+
+# ---------------------------------------------------------------- hooks published by a plugin
+
+
+def _published_specs() -> types.ModuleType:
+    specs = types.ModuleType("greeter_hookspecs")
+    exec(
+        "from bandoneon import hookspec, Calls\n"
+        "@hookspec(Calls.COLLECTING, sync=True)\n"
+        "def greetings(agent):\n"
+        "    '''Names to greet.'''\n"
+        "@hookspec(Calls.FIRST)\n"
+        "def salutation(name):\n"
+        "    '''How to greet ``name``.'''\n"
+        "@hookspec(Calls.CHAINED, chains='text')\n"
+        "def polish(text):\n"
+        "    '''Polish the greeting.'''\n",
+        specs.__dict__,
+    )
+    return specs
+
+
+GREETER_SPECS = _published_specs()
+sys.modules.setdefault("greeter_hookspecs", GREETER_SPECS)
+
+
+class Greeter:
+    """Publishes three hooks and calls them; it implements none of them itself."""
+
+    hookspecs = GREETER_SPECS
+
+    def __init__(self):
+        self.said = []
+
+    @hookimpl
+    async def before_run(self, run):
+        hooks = run.agent.hooks
+        for name in hooks.call_sync(GREETER_SPECS.greetings, agent=run.agent):
+            word = await hooks.call(GREETER_SPECS.salutation, name=name) or "hello"
+            self.said.append(await hooks.call(GREETER_SPECS.polish, text=f"{word} {name}"))
+
+
+class Friends:
+    @hookimpl
+    def greetings(self, agent):
+        return "ana"
+
+    @hookimpl
+    async def salutation(self, name):
+        return "hola" if name == "ana" else None
+
+    @hookimpl
+    def polish(self, text):
+        return text.capitalize() + "!"
+
+
+class Shouter:
+    @hookimpl
+    def greetings(self):
+        return "bo"
+
+    @hookimpl(tryfirst=True)
+    def polish(self, text):
+        return text.upper()
+
+
+def test_a_plugin_publishes_hooks_that_other_plugins_implement():
+    greeter = Greeter()
+    agent_with(greeter, Friends(), Shouter()).run_sync("go")
+    # later-registered first: Shouter's greeting comes first; its polish is tryfirst, then Friends'
+    assert greeter.said == ["Hello bo!", "Hola ana!"]
+
+
+def test_a_published_hook_nobody_implements_answers_like_an_empty_core_hook():
+    greeter = Greeter()
+    agent_with(greeter).run_sync("go")
+    assert greeter.said == []
+
+
+def test_implementing_a_published_hook_with_a_wrong_argument_is_refused():
+    class Wrong:
+        @hookimpl
+        def salutation(self, person):
+            return "hi"
+
+    with pytest.raises(PluginError, match="(?s)wrong.*person"):
+        agent_with(Greeter(), Wrong())
+
+
+def test_calling_a_hook_nobody_declares_is_a_clear_error():
+    @hookspec(Calls.FIRST)
+    def unknown_hook(run):
+        """Nobody publishes this."""
+
+    agent = agent_with()
+    with pytest.raises(PluginError, match="no active or installed plugin declares a hook named 'unknown_hook'"):
+        agent.hooks.call_sync(unknown_hook, run=None)
+
+
+def test_a_spec_without_a_calling_style_is_refused():
+    with pytest.raises(ValueError, match="chains="):
+        hookspec(Calls.CHAINED)
+    with pytest.raises(ValueError, match="'missing' is not one of its arguments"):
+
+        @hookspec(Calls.CHAINED, chains="missing")
+        def chained(text):
+            """A chained hook."""
+
+
+def test_first_answer_stops_at_the_first_non_none_answer():
+    calls = []
+
+    class Quiet:
+        @hookimpl
+        def before_turn(self, run):
+            calls.append("quiet")
+
+    class Stopper:
+        @hookimpl
+        def before_turn(self, run):
+            calls.append("stopper")
+            return Stop("stopped")
+
+    class Last:
+        @hookimpl(trylast=True)
+        def before_turn(self, run):
+            calls.append("last")
+
+    assert agent_with(Stopper(), Last(), Quiet()).run_sync("go").stop == "stopped"
+    assert calls == ["quiet", "stopper"]
