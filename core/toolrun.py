@@ -10,6 +10,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from . import hookspecs
 from .decisions import Refuse, Respond
 from .errors import ToolError
