@@ -4,14 +4,9 @@
 ``Report``; the ``evals`` plugin class only adds the ``bandoneon eval`` commands.
 """
 
-from __future__ import annotations
-
-from typing import Any, ClassVar
-
-import bandoneon
-
 from .cases import add_case, case_from_messages, case_from_trace
 from .dataset import Case, DatasetError, load_dataset
+from .plugin import Evals
 from .record import CaseReplay, RecordingProvider, ReplayMismatch, ReplayProvider, replay_model
 from .report import CaseSummary, Regression, Report, ReportError, compare, load_report
 from .runner import CaseRun, Progress, evaluate, run_case, run_eval
@@ -56,15 +51,3 @@ __all__ = [
     "trajectory",
 ]
 
-
-class Evals(bandoneon.Plugin):
-    """Adds ``bandoneon eval run|compare|worker|add-case``. Evals run agents; they do not hook into one."""
-
-    name: ClassVar[str] = "evals"
-
-    @staticmethod
-    @bandoneon.hookimpl
-    def register_commands(subparsers: Any) -> None:
-        from .cli import register
-
-        register(subparsers)

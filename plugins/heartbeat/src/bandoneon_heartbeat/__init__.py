@@ -2,7 +2,7 @@
 
 from ._config import HeartbeatConfig, heartbeat_from_config, load_heartbeat_config
 from ._heartbeat import Heartbeat, HeartbeatReport, HeartbeatTick, TickOutcome
-from ._plugin import HeartbeatPlugin
+from .plugin import HeartbeatPlugin
 
 __all__ = [
     "Heartbeat",

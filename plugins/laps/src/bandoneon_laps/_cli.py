@@ -16,7 +16,7 @@ from typing import Any
 import bandoneon
 
 from ._loop import LapRecord, run_goal_loop
-from ._plugin import LAP_INSTRUCTIONS
+from .plugin import LAP_INSTRUCTIONS
 from ._progress import progress_tools
 
 log = logging.getLogger("bandoneon.laps")

@@ -5,7 +5,7 @@ backoff and full jitter, a maximum number of attempts and a deadline; 400/401/40
 and a stream that broke after part of it was shown are never retried.
 """
 
-from ._backoff import Backoff
+from .plugin import Backoff
 from ._events import RetryAfterCapped
 
 __all__ = ["Backoff", "RetryAfterCapped"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._box import Box, check_sandbox
 from ._limits import Limits, SandboxUnavailable
-from ._plugin import Sandbox
+from .plugin import Sandbox
 from ._runner import BoxResult
 from ._tool import format_result, run_code_tool
 

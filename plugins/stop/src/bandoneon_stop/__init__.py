@@ -5,6 +5,6 @@ budgets (tokens, cost, wall time) end it as stated limits; an optional wrap-up c
 limit into a best-effort text without pretending it was an answer.
 """
 
-from ._rules import DEFAULT_GIVE_UP_TEXT, DEFAULT_WRAP_UP_TEXT, LIMITS, BudgetWarning, StopRules
+from .plugin import DEFAULT_GIVE_UP_TEXT, DEFAULT_WRAP_UP_TEXT, LIMITS, BudgetWarning, StopRules
 
 __all__ = ["DEFAULT_GIVE_UP_TEXT", "DEFAULT_WRAP_UP_TEXT", "LIMITS", "BudgetWarning", "StopRules"]

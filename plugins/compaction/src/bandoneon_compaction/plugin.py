@@ -1,0 +1,168 @@
+"""The Compaction plugin class: what it hooks and its options (the package docstring says what it is for)."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any, ClassVar
+
+import attrs
+
+import bandoneon
+
+from ._shrink import Shrunk, shrink_history
+from ._summary import summarise
+from ._tokens import (
+    TokenCount,
+    fixed_tokens,
+    message_tokens,
+    resolve_counter,
+    system_tokens,
+    tool_tokens,
+)
+
+log = logging.getLogger("bandoneon_compaction")
+
+
+_SIZES = "compaction.sizes"  # run.state key: each message's size, counted once per run
+
+
+class WindowUnknownWarning(UserWarning):
+    """Compaction is off for an agent because nobody knows its model's context window."""
+
+
+# slots=False: the counter and the warned-once flag are plain attributes, not options, so they
+# stay out of the option list a config error shows.
+@attrs.define(slots=False)
+class Compaction(bandoneon.Plugin):
+    """Keep each request under ``threshold × window`` tokens, oldest parts first.
+
+    The window is the model's (``Agent(context_window=...)``, ``bandoneon.toml`` or what the
+    server reports); ``window`` here sets a smaller budget (the smaller of the two wins).
+    With no window at all, the plugin does nothing and warns once: it never guesses one.
+    """
+
+    name: ClassVar[str] = "compaction"
+    is_default: ClassVar[bool] = True
+
+    threshold: float = 0.8
+    keep_recent_turns: int = 2
+    window: int | None = None
+    preview_chars: int = 150
+    summarize: bool = False
+    summary_tokens: int = 500
+    #: None (4 characters per token), a callable ``count_tokens(text) -> int``, or "module:function".
+    count_tokens: Any = None
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.threshold, bool) or not 0 < self.threshold <= 1:
+            raise bandoneon.ConfigError(f"compaction: threshold is the share of the window to fill, between 0 and 1; got {self.threshold!r}")
+        if self.keep_recent_turns < 1:
+            raise bandoneon.ConfigError(f"compaction: keep_recent_turns must be at least 1 (the current request), got {self.keep_recent_turns}")
+        if self.window is not None and self.window < 1:
+            raise bandoneon.ConfigError(f"compaction: window must be a positive number of tokens, got {self.window}")
+        if self.preview_chars < 0:
+            raise bandoneon.ConfigError(f"compaction: preview_chars cannot be negative, got {self.preview_chars}")
+        if self.summary_tokens < 1:
+            raise bandoneon.ConfigError(f"compaction: summary_tokens must be at least 1, got {self.summary_tokens}")
+        self._counter: TokenCount = resolve_counter(self.count_tokens)
+        self._warned_unknown = False
+
+    def budget(self, window: int | None) -> int | None:
+        """The window to fit in: the model's, or this plugin's ``window`` when smaller or alone."""
+        known = [w for w in (window, self.window) if w]
+        return min(known) if known else None
+
+    @bandoneon.hookimpl
+    async def compact_history(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, window: int | None) -> bandoneon.Compacted | None:
+        budget = self.budget(window)
+        if budget is None:
+            self._warn_unknown(run)
+            return None
+        limit = int(budget * self.threshold)
+        count = self._counter
+        if self._fits(run, request, limit):
+            return None
+
+        def keeps_result(tool_name: str | None) -> bool:
+            found = run.tools.get(tool_name) if tool_name else None
+            return found is not None and not found.rerunnable
+
+        shrunk = shrink_history(
+            request.messages,
+            limit=limit,
+            fixed_tokens=fixed_tokens(request, count),
+            keep_recent_turns=self.keep_recent_turns,
+            keeps_result=keeps_result,
+            count_tokens=count,
+            preview_chars=self.preview_chars,
+            summary_room=self.summary_tokens if self.summarize else 0,
+        )
+        self._report_problems(run, shrunk, limit, budget)
+        if not shrunk.changed:
+            return None
+        messages = list(shrunk.messages)
+        removed = list(shrunk.removed)
+        after = shrunk.tokens_after
+        if self.summarize and shrunk.dropped:
+            summary = await summarise(
+                run, shrunk.dropped, max_tokens=self.summary_tokens, input_chars=max(1_000, 4 * (limit - self.summary_tokens) - 1_000)
+            )
+            if summary is not None:
+                summary = self._clip(summary)
+                size = message_tokens(summary, count)
+                if after + size <= limit:
+                    messages.insert(shrunk.summary_at, summary)
+                    after += size
+                    removed.append(f"summarised the {len(shrunk.dropped)} dropped message(s) in {size:,} tokens")
+        return bandoneon.Compacted(messages=tuple(messages), tokens_before=shrunk.tokens_before, tokens_after=after, removed=tuple(removed))
+
+    def _fits(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int) -> bool:
+        """The common case, cheaply: sizes are remembered per message for the run, so a request
+        that fits costs only the new messages' count, not the whole history's again."""
+        sizes: dict[int, tuple[Any, int]] = run.state.setdefault(_SIZES, {})
+        known = sizes.get(id(request.tools))
+        if known is None or known[0] is not request.tools:  # the tool schemas rarely change in a run
+            known = sizes[id(request.tools)] = (request.tools, tool_tokens(request.tools, self._counter))
+        total = known[1] + system_tokens(request.system_prompt, self._counter)
+        for message in request.messages:
+            known = sizes.get(id(message))
+            if known is None or known[0] is not message:  # the message is kept, so its id is not reused
+                known = sizes[id(message)] = (message, message_tokens(message, self._counter))
+            total += known[1]
+        return total <= limit
+
+    def _clip(self, summary: bandoneon.Message) -> bandoneon.Message:
+        """A model that ignores ``max_tokens`` must not blow the budget the summary was given."""
+        if message_tokens(summary, self._counter) <= self.summary_tokens:
+            return summary
+        return bandoneon.Message.assistant(summary.content[: 4 * self.summary_tokens] + " [...]")
+
+    def _warn_unknown(self, run: bandoneon.RunContext) -> None:
+        if self._warned_unknown:
+            return
+        self._warned_unknown = True
+        model = getattr(run.provider, "model", None) or getattr(run.provider, "name", "this model")
+        warnings.warn(
+            f"compaction is off for agent {run.agent.name!r}: the context window of {model!r} is unknown. "
+            "Pass Agent(context_window=...), set context_window in bandoneon.toml, or give the compaction "
+            "plugin a window option; it never assumes one.",
+            WindowUnknownWarning,
+            stacklevel=2,
+        )
+
+    def _report_problems(self, run: bandoneon.RunContext, shrunk: Shrunk, limit: int, budget: int) -> None:
+        state = run.state.setdefault("compaction", {})
+        if shrunk.orphan_results and not state.get("warned_orphans"):
+            state["warned_orphans"] = True
+            log.warning("compaction: the history holds %d tool result(s) with no call before them; providers usually reject that", shrunk.orphan_results)
+        if not shrunk.fits and not state.get("warned_no_fit"):
+            state["warned_no_fit"] = True
+            log.warning(
+                "compaction: the request is still %d tokens, over the line of %d (%.0f%% of a %d-token window): "
+                "what is left is protected (first request, recent turns, results that cannot be fetched again)",
+                shrunk.tokens_after,
+                limit,
+                100 * self.threshold,
+                budget,
+            )
