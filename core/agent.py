@@ -361,7 +361,7 @@ class Agent(Generic[DepsT, OutputT]):
             deps=deps,
             parent=parent,
             wants_events=bool(listeners) or self.hooks.implements(hookspecs.on_event),
-            wants_deltas=bool(listeners.get("text_delta") or listeners.get("tool_call_delta") or listeners.get("output_delta") or listeners.get("*")),
+            wants_deltas=any(listeners.get(name) for name in _DELTA_EVENTS),
             system_prompt=self._system_prompt(),
             output=self._output_spec(wanted),
         )
@@ -480,6 +480,10 @@ class Agent(Generic[DepsT, OutputT]):
                 self._cancel_requested = True
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+
+#: Events that exist only when the reply streams: a listener for one of them turns streaming on.
+_DELTA_EVENTS = ("text_delta", "thinking_delta", "tool_call_delta", "output_delta", "*")
 
 
 class _NoHooks:

@@ -1,11 +1,11 @@
-"""Streamed pieces of a reply as events: ``text_delta``, ``tool_call_delta``, and the growing
-typed answer as ``output_delta``."""
+"""Streamed pieces of a reply as events: ``text_delta``, ``thinking_delta``, ``tool_call_delta``,
+and the growing typed answer as ``output_delta``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .events import OutputDelta, TextDelta, ToolCallDelta
+from .events import OutputDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .output import OUTPUT_TOOL, WRAPPER_KEY, OutputInvalid, OutputSpec
 from .partial_json import NOTHING, parse_partial
 
@@ -40,6 +40,8 @@ class DeltaForwarder:
             await run.emit(TextDelta(run.run_id, payload))
             if self.answer is not None and run.output is not None and run.output.mode == "native":
                 await self._answer_piece(payload)
+        elif kind == "thinking":
+            await run.emit(ThinkingDelta(run.run_id, payload))
         else:
             index, name, piece = payload
             await run.emit(ToolCallDelta(run.run_id, index, name, piece))

@@ -24,6 +24,7 @@ __all__ = [
     "RunEnd",
     "RunStart",
     "TextDelta",
+    "ThinkingDelta",
     "ToolCallDelta",
     "ToolEnd",
     "ToolRefused",
@@ -89,6 +90,14 @@ class ProviderRetry(Event):
 @attrs.frozen(eq=False)
 class TextDelta(Event):
     name: ClassVar[str] = "text_delta"
+    text: str
+
+
+@attrs.frozen(eq=False)
+class ThinkingDelta(Event):
+    """A piece of the model's reasoning while it streams in (kept as the message's ``thinking``)."""
+
+    name: ClassVar[str] = "thinking_delta"
     text: str
 
 

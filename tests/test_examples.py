@@ -97,3 +97,14 @@ def test_images_sends_the_picture_and_shows_its_digest_not_its_bytes(tmp_path, c
     assert model.requests[0].messages[0].parts[1].data == picture.read_bytes()
     out = capsys.readouterr().out
     assert "sent: image image/png 16 bytes sha256:" in out
+
+
+async def test_reasoning_prints_the_thinking_apart_from_the_answer(mock_llm, capsys):
+    from bandoneon.testing import Reply
+
+    mock_llm.add(Reply(text="<think>1001 = 7 * 11 * 13.</think>No: 1001 = 7 x 11 x 13."))
+    agent = await load("reasoning").main(f"openai-compatible:m@{mock_llm.base_url}")
+    assert agent.messages[-1].thinking[0].text == "1001 = 7 * 11 * 13."
+    out = capsys.readouterr().out
+    assert "\033[2m1001 = 7 * 11 * 13.\033[0m" in out.replace("\033[0m\033[2m", "")
+    assert "answered: 'No: 1001 = 7 x 11 x 13.'" in out

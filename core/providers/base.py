@@ -15,7 +15,8 @@ from ..messages import ModelReply, ModelRequest
 
 __all__ = ["DeltaCallback", "Provider", "register_provider", "resolve_model"]
 
-#: Called with ("text", text) or ("tool_call", (index, name, arguments_piece)) as a reply streams in.
+#: Called with ("text", text), ("thinking", text) or ("tool_call", (index, name, arguments_piece))
+#: as a reply streams in.
 DeltaCallback = Callable[[str, Any], Awaitable[None]]
 
 

@@ -97,7 +97,7 @@ class OpenAICompatible:
     async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
         body = self.request_body(request)
         if on_delta is None:
-            return parse_completion(await self._http.post_json("/chat/completions", body), self.name, self.model)
+            return parse_completion(await self._http.post_json("/chat/completions", body), self.name, self.model, think_tags=self.wire.think_tags)
         reply = await self._stream(body, on_delta)
         if reply is not None:
             return reply
@@ -107,7 +107,7 @@ class OpenAICompatible:
             data = await self._http.post_json("/chat/completions", body)
         except NetworkError:
             data = await self._http.post_json("/chat/completions", body)
-        return parse_completion(data, self.name, self.model)
+        return parse_completion(data, self.name, self.model, think_tags=self.wire.think_tags)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for ``request`` (public, so tests and plugins can see the wire format)."""
@@ -126,7 +126,7 @@ class OpenAICompatible:
         import httpx
 
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        assembler = ChunkAssembler(on_delta)
+        assembler = ChunkAssembler(on_delta, think_tags=self.wire.think_tags)
         try:
             async with self._http.client().stream("POST", self._http.url("/chat/completions"), json=body) as response:
                 if response.status_code >= 400:

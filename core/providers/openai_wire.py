@@ -17,6 +17,7 @@ import attrs
 from ..errors import BadRequest, BadResponse
 from ..messages import Message, ModelReply, ModelRequest, OutputSchema, ToolCall, ToolSpec, Usage
 from ..parts import ImagePart, Part, TextPart
+from .reasoning import ThinkSplitter, reasoning_of, split_think, thinking_blocks
 from .base import DeltaCallback
 
 __all__ = [
@@ -45,7 +46,10 @@ class WireOptions:
     ``output_schema``: the server keeps to a ``response_format`` JSON schema (typed answers are
     asked for natively); ``output_schema_with_tools``: it does so also when tools are offered
     (grammar-constrained servers may not combine the two). ``input_kinds``: the parts
-    besides text a user message may carry (``image``, ``file``).
+    besides text a user message may carry (``image``, ``file``). ``think_tags``: a
+    ``<think>...</think>`` block opening the content is the message's thinking, not its text.
+    ``send_reasoning``: earlier replies' thinking goes back as ``reasoning_content`` (off by
+    default: DeepSeek and others answer 400 to it).
     """
 
     tool_results_as_user: bool = False
@@ -55,6 +59,8 @@ class WireOptions:
     output_schema: bool = True
     output_schema_with_tools: bool = True
     input_kinds: frozenset[str] = frozenset({"image", "file"})
+    think_tags: bool = True
+    send_reasoning: bool = False
 
 
 PLAIN = WireOptions()
@@ -80,6 +86,8 @@ def _wire_message(message: Message, options: WireOptions) -> dict[str, Any]:
     if message.role == "assistant":
         # Always a string: some servers answer 422 to null and 500 to a missing content.
         wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+        if options.send_reasoning and message.thinking:
+            wire["reasoning_content"] = "\n\n".join(t.text for t in message.thinking if not t.is_redacted)
         if message.tool_calls:  # templates test for the key, so it is left out when empty
             wire["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls
@@ -165,7 +173,7 @@ def _kind(value: Any) -> str:
     return f"{type(value).__name__} {json.dumps(value, default=str)[:60]}"
 
 
-def parse_completion(data: Any, provider: str, model: str | None = None) -> ModelReply:
+def parse_completion(data: Any, provider: str, model: str | None = None, *, think_tags: bool = True) -> ModelReply:
     """A ``chat.completion`` document as a ``ModelReply``; ``BadResponse`` when it is not one
     (every field the loop relies on is checked, so a malformed reply never escapes as a raw
     ``TypeError`` from deeper down)."""
@@ -190,7 +198,8 @@ def parse_completion(data: Any, provider: str, model: str | None = None) -> Mode
         if not isinstance(function, dict) or not isinstance(function.get("name") or "", str) or not isinstance(call.get("id") or "", str):
             raise BadResponse(f"{provider}: tool call {index} of the reply is malformed: {json.dumps(call, default=str)[:200]}", provider=provider)
         tool_calls.append(ToolCall(call.get("id") or f"call_{index}", function.get("name") or "", _arguments_text(function.get("arguments"))))
-    message = Message.assistant(content, tool_calls)
+    thought, content = split_think(content) if think_tags else ("", content)
+    message = Message("assistant", content, tuple(tool_calls), thinking=thinking_blocks(reasoning_of(raw), thought))
     reason = choice.get("finish_reason")
     if reason is not None and not isinstance(reason, str):
         raise BadResponse(f"{provider}: the reply's finish_reason is {_kind(reason)}, not text", provider=provider)
@@ -214,9 +223,11 @@ class ChunkAssembler:
     piece to ``on_delta`` as it arrives. Tool-call names are taken once (some servers repeat
     them in every chunk), arguments are concatenated by call index."""
 
-    def __init__(self, on_delta: DeltaCallback | None):
+    def __init__(self, on_delta: DeltaCallback | None, *, think_tags: bool = True):
         self.on_delta = on_delta
         self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.splitter = ThinkSplitter() if think_tags else None
         self.calls: dict[int, dict[str, str]] = {}
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
@@ -240,11 +251,15 @@ class ChunkAssembler:
             delta = choice.get("delta") or {}
             if not isinstance(delta.get("content") or "", str) or not isinstance(delta.get("tool_calls") or [], list):
                 raise BadResponse(f"{provider}: a stream chunk's delta is malformed: {json.dumps(delta, default=str)[:200]}", provider=provider)
+            reasoning = reasoning_of(delta)
+            if reasoning:
+                await self._piece("thinking", reasoning)
             if delta.get("content"):
-                self.text.append(delta["content"])
-                self.pieces += 1
-                if self.on_delta is not None:
-                    await self.on_delta("text", delta["content"])
+                if self.splitter is None:
+                    await self._piece("text", delta["content"])
+                else:
+                    for kind, piece in self.splitter.feed(delta["content"]):
+                        await self._piece(kind, piece)
             for piece in delta.get("tool_calls") or ():
                 function = piece.get("function") if isinstance(piece, dict) else None
                 index = piece.get("index", len(self.calls)) if isinstance(piece, dict) else None
@@ -262,13 +277,22 @@ class ChunkAssembler:
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
 
+    async def _piece(self, kind: str, text: str) -> None:
+        (self.thinking if kind == "thinking" else self.text).append(text)
+        self.pieces += 1
+        if self.on_delta is not None:
+            await self.on_delta(kind, text)
+
     def reply(self, model: str | None = None, usage: Usage | None = None) -> ModelReply:
         """The whole reply; ``usage`` stands in when the stream carried none."""
+        if self.splitter is not None:
+            for kind, piece in self.splitter.finish():
+                (self.thinking if kind == "thinking" else self.text).append(piece)
         tool_calls = tuple(
             ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"] or "{}") for index, slot in sorted(self.calls.items())
         )
         return ModelReply(
-            Message.assistant("".join(self.text), tool_calls),
+            Message("assistant", "".join(self.text), tool_calls, thinking=thinking_blocks("".join(self.thinking).strip())),
             finish_reason(self.finish_reason),
             self.usage or usage or Usage(requests=1),
             self.model or model,

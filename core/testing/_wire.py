@@ -50,6 +50,8 @@ class OpenAIChat:
 
     def complete(self, turn: Turn) -> Any:
         message: dict[str, Any] = {"role": "assistant", "content": turn.reply.text}
+        if turn.reply.thinking:
+            message[turn.reply.reasoning_field] = _reasoning(turn)
         if turn.reply.tool_calls:
             message["tool_calls"] = [
                 {"id": call_id, "type": "function",
@@ -62,6 +64,8 @@ class OpenAIChat:
 
     def stream(self, turn: Turn, request_body: Mapping[str, Any]) -> list[bytes]:
         deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+        field = turn.reply.reasoning_field
+        deltas += [{field: piece} for piece in _words(_reasoning(turn))]
         deltas += [{"content": piece} for piece in _words(turn.reply.text or "")]
         for index, (call_id, name, args) in enumerate(turn.tool_calls()):
             function = {"name": name, "arguments": ""}
@@ -198,6 +202,11 @@ class AnthropicMessages:
 Dialect = OpenAIChat | AnthropicMessages
 OPENAI = OpenAIChat()
 ANTHROPIC = AnthropicMessages()
+
+
+def _reasoning(turn: Turn) -> str:
+    """The thinking blocks as OpenAI-compatible servers send reasoning: one text, no signatures."""
+    return "\n\n".join(text for text, _ in turn.reply.thinking)
 
 
 def _sse(event: str | None, data: Any) -> bytes:

@@ -69,7 +69,9 @@ class Reply:
     ``tool_calls`` holds ``(name, args)`` or ``(id, name, args)``; dict args are sent as JSON,
     str args verbatim (to send broken JSON on purpose). ``finish_reason=None`` means the usual
     value for the content; ``usage=None`` means a rough count from the request and text.
-    ``thinking`` is ``(text, signature)`` blocks, which only the Anthropic format carries.
+    ``thinking`` is ``(text, signature)`` blocks: the Anthropic format sends them as thinking
+    blocks, the OpenAI format as one reasoning text in ``reasoning_field`` (``reasoning_content``
+    as vLLM, llama.cpp and DeepSeek send it, or ``reasoning`` as Ollama does).
     ``cut_stream_after=n`` sends n stream events and then drops the connection.
     """
 
@@ -86,6 +88,7 @@ class Reply:
         default=None, validator=attrs.validators.optional(_non_negative)
     )
     model: str | None = None
+    reasoning_field: str = attrs.field(default="reasoning_content", validator=attrs.validators.in_(("reasoning_content", "reasoning")))
 
 
 @attrs.frozen

@@ -236,7 +236,10 @@ class _StreamReader:
             if piece:
                 await self.on_delta("tool_call", (block["tool_index"], block["name"], piece))
         elif kind == "thinking_delta":
-            block["text"] += delta.get("thinking") or ""
+            piece = delta.get("thinking") or ""
+            block["text"] += piece
+            if piece:
+                await self.on_delta("thinking", piece)
         elif kind == "signature_delta":
             block["signature"] += delta.get("signature") or ""
 

@@ -213,6 +213,9 @@ class SpanBuilder:
                     "gen_ai.response.finish_reasons": [event.finish_reason],
                     "bandoneon.tool_calls": [call.name for call in message.tool_calls] or None,
                     "bandoneon.output": self._content(message.content) if message.content else None,
+                    # The model's reasoning (OpenAI-compatible reasoning fields, <think>, Anthropic
+                    # thinking); redacted blocks are opaque and are not shown.
+                    "bandoneon.thinking": self._content(thinking) if (thinking := _thinking_text(message)) else None,
                 }
             )
         )
@@ -349,3 +352,7 @@ def _parent_for_child(parent: RunTrace) -> Span:
     if len(running) == 1:
         return running[0]
     return parent.turn_span if parent.turn_span is not None and parent.turn_span.end is None else parent.run_span
+
+
+def _thinking_text(message: bandoneon.Message) -> str:
+    return "\n\n".join(block.text for block in message.thinking if not block.is_redacted and block.text)
