@@ -6,6 +6,7 @@ way, and the retry plugin works for all of them unchanged.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +30,18 @@ __all__ = ["HttpClient", "classify_status", "iter_sse", "parse_retry_after", "re
 
 
 class HttpClient:
-    """An ``httpx.AsyncClient`` made lazily, and remade when used from another event loop.
+    """A provider's view of an ``httpx.AsyncClient`` shared per event loop and endpoint.
 
-    httpx is imported on first use, so ``import bandoneon`` stays fast.
+    Agents that talk to the same base URL with the same headers and timeout share one client,
+    so its connection pool serves them all: a new agent per run reuses warm connections, and
+    10,000 concurrent runs open at most ``max_connections`` sockets (the rest wait for a free
+    connection, bounded by the run's own timeouts, instead of overflowing the server's accept
+    queue and failing on connect). The client is made on first use in a loop (httpx is
+    imported then, so ``import bandoneon`` stays fast) and closed when its last user closes.
     """
+
+    #: Connections one shared client opens at most (per event loop and endpoint).
+    max_connections: int = 512
 
     def __init__(
         self, *, base_url: str, headers: dict[str, str], timeout: float, provider: str, json_limits: JsonLimits = DEFAULT_JSON_LIMITS
@@ -42,34 +51,47 @@ class HttpClient:
         self.headers = headers
         self.timeout = timeout
         self.provider = provider
-        self._client: httpx.AsyncClient | None = None
+        self._shared: _SharedClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def client(self) -> httpx.AsyncClient:
         import asyncio
 
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            import httpx
+        if self._shared is None or self._loop is not loop:
+            key = (self.base_url, tuple(sorted(self.headers.items())), self.timeout, self.max_connections)
+            clients = _clients_by_loop.setdefault(loop, {})
+            shared = clients.get(key)
+            if shared is None or shared.client.is_closed:
+                shared = clients[key] = _SharedClient(self._new_client())
+            shared.users += 1
+            self._shared, self._loop = shared, loop
+        return self._shared.client
 
-            self._client = httpx.AsyncClient(
-                headers=self.headers,
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=1000),
-                # Plain-http servers (local models) need no TLS context, which costs ~60 ms to build.
-                verify=not self.base_url.startswith("http://"),
-            )
-            self._loop = loop
-        return self._client
+    def _new_client(self) -> httpx.AsyncClient:
+        import httpx
+
+        return httpx.AsyncClient(
+            headers=self.headers,
+            # pool=None: waiting for a free connection is bounded by the run's timeouts, not here.
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0), pool=None),
+            limits=httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections),
+            # Plain-http servers (local models) need no TLS context, which costs ~60 ms to build.
+            verify=not self.base_url.startswith("http://"),
+        )
 
     def url(self, path: str) -> str:
         """An absolute URL for ``path`` (cheaper for httpx than merging with its base URL)."""
         return path if "://" in path else self.base_url + path
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Stop using the shared client; the last of its users closes it."""
+        shared, self._shared = self._shared, None
+        if shared is None:
+            return
+        shared.users -= 1
+        if shared.users <= 0:
+            await shared.client.aclose()
 
     async def post_json(self, path: str, body: dict[str, Any]) -> Any:
         """POST and return the decoded JSON; every failure as a classified ``ProviderError``."""
@@ -96,6 +118,16 @@ class HttpClient:
             return loads_bounded(response.content, self.json_limits)
         except (httpx.HTTPError, ValueError):
             return None
+
+
+class _SharedClient:
+    def __init__(self, client: httpx.AsyncClient):
+        self.client = client
+        self.users = 0
+
+
+# Per event loop (a client cannot outlive or cross its loop); a closed loop's entry goes with it.
+_clients_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], _SharedClient]] = weakref.WeakKeyDictionary()
 
 
 def read_json(content: bytes, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> Any:
