@@ -67,6 +67,8 @@ class Compaction(bandoneon.Plugin):
             raise bandoneon.ConfigError(f"compaction: summary_tokens must be at least 1, got {self.summary_tokens}")
         self._counter: TokenCount = resolve_counter(self.count_tokens)
         self._warned_unknown = False
+        # The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).
+        self._tool_sizes: tuple[Any, int] | None = None
 
     def budget(self, window: int | None) -> int | None:
         """The window to fit in: the model's, or this plugin's ``window`` when smaller or alone."""
@@ -121,9 +123,9 @@ class Compaction(bandoneon.Plugin):
         """The common case, cheaply: sizes are remembered per message for the run, so a request
         that fits costs only the new messages' count, not the whole history's again."""
         sizes: dict[int, tuple[Any, int]] = run.state.setdefault(_SIZES, {})
-        known = sizes.get(id(request.tools))
-        if known is None or known[0] is not request.tools:  # the tool schemas rarely change in a run
-            known = sizes[id(request.tools)] = (request.tools, tool_tokens(request.tools, self._counter))
+        known = self._tool_sizes
+        if known is None or known[0] is not request.tools:  # the agent's tool schemas rarely change
+            known = self._tool_sizes = (request.tools, tool_tokens(request.tools, self._counter))
         total = known[1] + system_tokens(request.system_prompt, self._counter)
         for message in request.messages:
             known = sizes.get(id(message))
