@@ -72,6 +72,15 @@ async def typed_run(agent: bandoneon.Agent) -> None:
     assert result.output == Forecast("Paris", 80), result
 
 
+class FreshTwoTurnModel(TwoTurnModel):
+    """``TwoTurnModel`` with new message objects in every reply (as from a real server)."""
+
+    async def complete(self, request: Any, *, on_delta: Any = None) -> ModelReply:
+        if request.messages[-1].role == "tool":
+            return ModelReply(Message.assistant(ANSWER), "stop", Usage(20, 8, requests=1))
+        return ModelReply(Message.assistant("", (ToolCall("call_1", "get_forecast", ARGUMENTS),)), "tool_calls", Usage(10, 5, requests=1))
+
+
 def bandoneon_agent(plugins: Any = None) -> bandoneon.Agent:
     """``plugins=None``: the installed recommended defaults, as a user gets them."""
     return bandoneon.Agent(TwoTurnModel(), tools=[FORECAST_TOOL], plugins=plugins, context_files=False)

@@ -142,6 +142,60 @@ async def typed_output(scale: Scale) -> str:
     )
 
 
+# ---------------------------------------------------------------- 1b. sessions durability
+
+
+def _fdatasync_floor(folder: Path, samples: int = 200) -> float:
+    """Median seconds of appending one small line to a file and fdatasync-ing it, on this disk."""
+    path = folder / "floor.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    times = []
+    try:
+        for _ in range(samples):
+            started = time.perf_counter()
+            os.write(fd, b'{"role":"user","content":"x"}\n')
+            os.fdatasync(fd)
+            times.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+    return statistics.median(times)
+
+
+async def sessions_durability(scale: Scale) -> str:
+    """The sessions plugin in each durability mode, against the disk's own fdatasync floor."""
+    import tempfile
+
+    from bandoneon_sessions import JsonlStore, Sessions
+
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
+        floor = _fdatasync_floor(Path(folder))
+        agents = {"no plugins": scenarios.bandoneon_agent([])}
+        for mode in ("turn", "run", "os"):
+            store = JsonlStore(Path(folder) / mode)
+            # Fresh reply objects each call, as a real model gives: the plugin sees the cleared
+            # history as replaced and saves every message of the run.
+            agents[f"sessions, durability={mode}"] = bandoneon.Agent(
+                scenarios.FreshTwoTurnModel(), tools=[scenarios.FORECAST_TOOL], plugins=[Sessions(session_id="bench", store=store, durability=mode)], context_files=False
+            )
+        contenders = {name: (lambda agent=agent: scenarios.bandoneon_run(agent)) for name, agent in agents.items()}
+        comparison = await compare_async(contenders, iterations=max(50, scale.iterations // 10), rounds=max(3, scale.rounds // 3), warmup=10)
+        for agent in agents.values():
+            await agent.aclose()
+    base = comparison.median("no plugins")
+    syncs = {"turn": 2, "run": 1, "os": 0}
+    lines = [
+        "## Sessions: what each durability mode costs a 2-turn run\n",
+        f"fdatasync floor on this disk (append one line, fdatasync; median): {us(floor)}\n",
+        "| mode | median per run | added to no plugins | fsyncs per run | target (1.2 × fsyncs × floor + 30 µs) |",
+        "|---|---|---|---|---|",
+    ]
+    for mode, count in syncs.items():
+        value = comparison.median(f"sessions, durability={mode}")
+        target = 1.2 * count * floor + 30e-6
+        lines.append(f"| {mode} | {us(value)} | {us(value - base)} | {count} | {us(target)}: {_verdict(value - base, target)} |")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- 2. peers
 
 

@@ -81,12 +81,14 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
     _sync_folder(target.parent)
 
 
-def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = False) -> None:
+def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = False, sync: bool = True) -> None:
     """Append ``data`` to ``path`` in one go and flush it to disk before returning.
 
     If any byte fails, what this call wrote is cut off again before the error goes up, so the
     file ends where it ended before; if even that fails, the cut is made before the next
     append to the file. ``create``: make the file if it does not exist (else it must).
+    ``sync=False`` leaves the flush to the operating system: the append survives the process
+    crashing but not the machine losing power (it costs a write, not a disk round trip).
     """
     flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
     key = os.fspath(path)
@@ -100,7 +102,8 @@ def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = 
         start = os.fstat(fd).st_size
         try:
             _write_all(fd, data)
-            DISK.current.fsync(fd)
+            if sync:
+                DISK.current.fsync(fd)
         except BaseException:
             try:
                 DISK.current.truncate(fd, start)

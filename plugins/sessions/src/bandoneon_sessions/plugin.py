@@ -11,12 +11,13 @@ lock), so the fork's copy meets that error too: branch with ``Sessions.fork(new_
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import uuid
 import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -29,6 +30,9 @@ from .stores import JsonlStore, SessionStore, SqliteSessionStore, default_sessio
 __all__ = ["SessionDamaged", "Sessions", "open_session_plugin"]
 
 log = logging.getLogger("bandoneon.sessions")
+
+Durability = Literal["turn", "run", "os"]
+DURABILITY = ("turn", "run", "os")
 
 
 class SessionDamaged(UserWarning):
@@ -46,7 +50,14 @@ class Sessions(bandoneon.Plugin):
     Options: ``session_id`` (default: a new random id), ``store`` (``"jsonl"``, ``"sqlite"``, a
     ``SessionStore``, or a name another plugin registered through ``register_memory`` with
     kind ``"session_store"``), ``path`` (the JSONL folder or the SQLite file; default
-    ``$BANDONEON_SESSIONS_PATH`` or ``~/.bandoneon/sessions``).
+    ``$BANDONEON_SESSIONS_PATH`` or ``~/.bandoneon/sessions``), ``durability``:
+
+    - ``"turn"`` (default): each turn's messages are on disk (one write, one fsync) before the
+      next turn starts; a power loss loses at most the turn under way. The run's usage record
+      rides along without a sync of its own.
+    - ``"run"``: one write and one fsync per run; a crash loses the run under way.
+    - ``"os"``: each turn is written, the flush left to the OS: survives the process dying,
+      not the machine losing power.
     """
 
     name: ClassVar[str] = "sessions"
@@ -54,6 +65,7 @@ class Sessions(bandoneon.Plugin):
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:12], validator=_session_id)
     store: Any = None
     path: str | None = None
+    durability: Durability = attrs.field(default="turn", validator=attrs.validators.in_(DURABILITY))
 
     damage: str | None = attrs.field(default=None, init=False)
     _store: SessionStore | None = attrs.field(default=None, init=False, repr=False)
@@ -121,12 +133,20 @@ class Sessions(bandoneon.Plugin):
         new = list(transcript) if replaced else transcript[self._saved :]
         if not new and usage is None and not replaced:
             return
-        await asyncio.to_thread(self._store.append, self.session_id, new, usage=usage, clear=bool(replaced))
+        # Messages wait for the disk unless durability is "os"; a usage record alone never does
+        # (the next synced write carries it down, and losing it loses no message).
+        sync = self.durability != "os" and bool(new or replaced)
+        append = functools.partial(self._store.append, self.session_id, new, usage=usage, clear=bool(replaced), sync=sync)
+        if sync:
+            await asyncio.to_thread(append)  # an fsync would hold every other run on the loop
+        else:
+            append()  # a buffered write costs less than the hop to a thread
         self._mark_saved(transcript)
 
     @bandoneon.hookimpl
     async def after_turn(self, run: bandoneon.RunContext) -> None:
-        await self._flush(run)
+        if self.durability != "run":
+            await self._flush(run)
 
     @bandoneon.hookimpl
     async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:

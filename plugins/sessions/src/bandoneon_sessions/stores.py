@@ -51,8 +51,9 @@ class SessionStore(abc.ABC):
         """All records in order as ``(where, text)``, and a note if the last one is torn."""
 
     @abc.abstractmethod
-    def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
-        """Add records after the last one, all or nothing as far as the medium allows."""
+    def _append(self, session_id: str, records: list[dict[str, Any]], *, sync: bool = True) -> None:
+        """Add records after the last one, all or nothing as far as the medium allows; on disk
+        when it returns if ``sync``, else when the operating system writes it back."""
 
     @abc.abstractmethod
     def _replace(self, session_id: str, records: list[dict[str, Any]], *, keep_damaged: bool) -> str | None:
@@ -102,14 +103,18 @@ class SessionStore(abc.ABC):
         damage = f"{loaded.damage}; the valid prefix ({len(loaded.messages)} messages) was kept and the damaged original saved as {kept}"
         return LoadedSession(session_id, loaded.messages, loaded.usage, created, loaded.forked_from, damage, loaded.valid_records)
 
-    def append(self, session_id: str, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False) -> None:
-        """Append in one write (JSONL) or one transaction (SQLite). Call with the lock held."""
+    def append(
+        self, session_id: str, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False, sync: bool = True
+    ) -> None:
+        """Append in one write (JSONL) or one transaction (SQLite). Call with the lock held.
+
+        ``sync=False``: do not wait for the disk (see ``Sessions.durability``)."""
         records: list[dict[str, Any]] = [{"type": "clear"}] if clear else []
         records += [message_record(m) for m in messages]
         if usage is not None:
             records.append(usage_record(usage))
         if records:
-            self._append(check_session_id(session_id), records)
+            self._append(check_session_id(session_id), records, sync=sync)
 
     def list(self) -> list[LoadedSession]:
         """Every stored session, most recently created first."""
@@ -176,10 +181,10 @@ class JsonlStore(SessionStore):
         torn = f"line {len(lines) + 1} is incomplete (a write was cut short)" if last else None
         return [(f"line {number}", line) for number, line in enumerate(lines, 1)], torn
 
-    def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
-        # One durable append: on disk when it returns, cut back off when it fails, so a failed
-        # save never leaves bytes that the next save would follow.
-        bandoneon.append_durably(self.file(session_id), b"".join(frame(r) for r in records))
+    def _append(self, session_id: str, records: list[dict[str, Any]], *, sync: bool = True) -> None:
+        # One durable append: on disk when it returns (if sync), cut back off when it fails, so a
+        # failed save never leaves bytes that the next save would follow.
+        bandoneon.append_durably(self.file(session_id), b"".join(frame(r) for r in records), sync=sync)
 
     def _replace(self, session_id: str, records: list[dict[str, Any]], *, keep_damaged: bool) -> str | None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -238,8 +243,10 @@ class SqliteSessionStore(SessionStore):
         rows = self._run(lambda c: c.execute("SELECT seq, data FROM records WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall())
         return [(f"row {seq}", data) for seq, data in rows], None
 
-    def _append(self, session_id: str, records: list[dict[str, Any]]) -> None:
+    def _append(self, session_id: str, records: list[dict[str, Any]], *, sync: bool = True) -> None:
         def work(connection: sqlite3.Connection) -> None:
+            if not sync:  # this transaction's commit is handed to the OS, not waited for
+                connection.execute("PRAGMA synchronous = OFF")
             (last,) = connection.execute("SELECT coalesce(max(seq), -1) FROM records WHERE session_id = ?", (session_id,)).fetchone()
             connection.executemany(
                 "INSERT INTO records (session_id, seq, data) VALUES (?, ?, ?)",

@@ -1,0 +1,67 @@
+"""``durability``: how long a saved turn waits for the disk, and what each mode promises."""
+
+from __future__ import annotations
+
+import bandoneon
+import pytest
+from bandoneon.testing import FaultyDisk, FunctionModel, ScriptedModel, call
+from bandoneon_sessions import JsonlStore, Sessions
+
+
+@bandoneon.tool
+def weigh(grams: int) -> str:
+    """Weigh a bag of coffee."""
+    return f"{grams} g"
+
+
+class CountingDisk(FaultyDisk):
+    """A disk that never fails and counts the flushes asked of it."""
+
+    def __init__(self) -> None:
+        super().__init__(at_byte=10**12)
+        self.fsyncs = 0
+
+    def fsync(self, fd: int) -> None:
+        self.fsyncs += 1
+        super().fsync(fd)
+
+
+def agent_on(store: JsonlStore, model, durability: str = "turn") -> tuple[bandoneon.Agent, Sessions]:
+    plugin = Sessions(session_id="s-1", store=store, durability=durability)
+    return bandoneon.Agent(model, tools=[weigh], plugins=[plugin], context_files=False), plugin
+
+
+@pytest.mark.parametrize(("durability", "fsyncs"), [("turn", 2), ("run", 1), ("os", 0)])
+def test_each_mode_waits_for_the_disk_as_often_as_it_says_and_keeps_every_message(tmp_path, durability, fsyncs):
+    store = JsonlStore(tmp_path)
+    agent, plugin = agent_on(store, ScriptedModel(call("weigh", grams=250), "A quarter kilo."), durability)
+    with CountingDisk() as disk:  # the session file exists already: only the run's saves count
+        agent.run_sync("Weigh it.")
+    plugin.close()
+    assert disk.fsyncs == fsyncs
+    loaded = store.load("s-1")
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "assistant"]
+    assert loaded.usage.requests == 2  # the usage record rode along, synced or not
+
+
+@pytest.mark.parametrize(("durability", "on_disk_at_second_call"), [("turn", 3), ("os", 3), ("run", 0)])
+def test_turn_durability_saves_a_turn_before_the_next_starts_and_run_durability_at_the_end(tmp_path, durability, on_disk_at_second_call):
+    store = JsonlStore(tmp_path)
+    seen: list[int] = []
+
+    def model(request):
+        if len(request.messages) == 1:
+            return call("weigh", grams=100)
+        seen.append(len(store.load("s-1").messages))
+        return "A hundred grams."
+
+    agent, plugin = agent_on(store, FunctionModel(model), durability)
+    agent.run_sync("Weigh it.")
+    plugin.close()
+    assert seen == [on_disk_at_second_call]
+    assert len(store.load("s-1").messages) == 4
+
+
+def test_an_unknown_durability_is_a_configuration_error_naming_the_choices(tmp_path):
+    with pytest.raises(bandoneon.ConfigError, match="durability"):
+        bandoneon.Agent(ScriptedModel(), plugins={"sessions": {"durability": "never", "path": str(tmp_path)}}, context_files=False)
