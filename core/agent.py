@@ -55,6 +55,9 @@ class Agent(Generic[DepsT, OutputT]):
     ``"ollama:llama3.1"``, ``"openai-compatible:MODEL@http://host:port/v1"``, ``"local:"``);
     when None it comes from ``bandoneon.toml``, then ``$BANDONEON_MODEL`` /
     ``$BANDONEON_BASE_URL``, then the embedded local model if ``bandoneon-local`` is installed.
+    A list (``["vllm:big", "ollama:small"]``) is the model and its fallbacks: when a model call
+    keeps failing on retryable errors after its retries, the next model takes over for the
+    rest of the run (``model_fallback`` event; ``RunResult.usage_by_model``).
 
     ``plugins=None`` activates the installed recommended defaults; ``plugins=[]`` none;
     a list of instances or names, or ``{"name": {options}}``. Installed policy packs are
@@ -75,7 +78,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def __init__(
         self,
-        model: str | Provider | None = None,
+        model: str | Provider | Sequence[str | Provider] | None = None,
         *,
         tools: Iterable[Tool | Callable[..., Any]] = (),
         system_prompt: str | None = None,
@@ -132,7 +135,13 @@ class Agent(Generic[DepsT, OutputT]):
         self._configured_window = context_window or self.config.context_window
         self._learned_window: int | None = None
         self._window_known = False
+        fallbacks: Sequence[str | Provider] = ()
+        if isinstance(model, Sequence) and not isinstance(model, str):
+            if not model:
+                raise ConfigError("model is an empty list; give one model, or a list whose first entry is the model and the rest its fallbacks")
+            model, *fallbacks = model
         chosen_model, provider_options = self._model_choice(model)
+        self._fallbacks: list[Provider] = []
         try:
             self.provider = resolve_model(chosen_model, **provider_options)
         except ConfigError:
@@ -143,6 +152,8 @@ class Agent(Generic[DepsT, OutputT]):
                     "for the embedded default model"
                 ) from None
             raise
+        for fallback in fallbacks:
+            self.add_fallback(fallback)
         if plugins is None:
             plugins = configured_plugins(self.config.plugins, source=self.config.source)
         self.hooks = Hooks(activate(plugins))
@@ -158,7 +169,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._tool_specs: tuple[ToolSpec, ...] = ()
         for item in [*tools, *self.hooks.register_tools(self)]:
             self.add_tool(item)
-        self._output_specs: dict[tuple[Any, bool], OutputSpec | None] = {}
+        self._output_specs: dict[tuple[Any, bool, int], OutputSpec | None] = {}
         self._output_spec(output_type)  # a type no model can fill in fails here, not mid-run
         self._messages: list[Message] = []
         self._transcript: list[Message] = []
@@ -188,6 +199,19 @@ class Agent(Generic[DepsT, OutputT]):
         if chosen:
             raise ConfigError(f"model {chosen!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{chosen}'")
         return "local:", options
+
+    def add_fallback(self, model: str | Provider) -> Provider:
+        """One more model to try, after the others, when a model call keeps failing on errors
+        worth retrying (429, 5xx, network) once its retries are spent. Returns its provider."""
+        chosen, options = self._model_choice(model)
+        provider = resolve_model(chosen, **options)
+        self._fallbacks.append(provider)
+        return provider
+
+    @property
+    def models(self) -> tuple[Provider, ...]:
+        """The model and its fallbacks, in the order they are tried."""
+        return (self.provider, *self._fallbacks)
 
     def add_tool(self, item: Tool | Callable[..., Any]) -> Tool:
         """Give the agent one more tool (a ``Tool`` or a typed function)."""
@@ -385,14 +409,14 @@ class Agent(Generic[DepsT, OutputT]):
             )
 
     def _output_spec(self, output_type: Any) -> OutputSpec | None:
-        """The spec for ``output_type``, made once per type (and per with/without tools)."""
-        key = (output_type, bool(self.tools))
+        """The spec for ``output_type``, made once per type (and per tools / fallbacks present)."""
+        key = (output_type, bool(self.tools), len(self._fallbacks))
         try:
             if key in self._output_specs:
                 return self._output_specs[key]
         except TypeError:  # an unhashable type argument: worked out every time
-            return output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1], limits=self.json_limits)
-        spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.provider, has_tools=key[1], limits=self.json_limits)
+            return output_spec(output_type, self.output_mode, self.output_retries, self.models, has_tools=key[1], limits=self.json_limits)
+        spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.models, has_tools=key[1], limits=self.json_limits)
         return spec
 
     async def run(self, prompt: Prompt, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunResult[Any]:
@@ -425,9 +449,10 @@ class Agent(Generic[DepsT, OutputT]):
     async def aclose(self) -> None:
         """Close what the provider and the plugins hold open (HTTP connections, session locks);
         plugins hear it through ``agent_closed``. The agent stays usable."""
-        close = getattr(self.provider, "aclose", None)
-        if close is not None:
-            await close()
+        for provider in self.models:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
         if self.hooks.implements(hookspecs.agent_closed):
             await self.hooks.agent_closed(self)
 

@@ -35,7 +35,8 @@ class RunContext:
     the run started); plugins' sections are added to it per request. ``last_request`` is the
     loop's last request to the model (system prompt included); side
     calls plugins make with ``call_model`` (a summary, a wrap-up) do not replace it.
-    ``prompt`` is the prompt's text; ``prompt_parts`` all its parts in order when it has
+    ``provider`` is the model answering now (a fallback after the model failed);
+    ``usage_by_model`` splits ``usage`` by ``provider:model``. ``prompt`` is the prompt's text; ``prompt_parts`` all its parts in order when it has
     images or files (empty for a text prompt). ``output`` is the run's typed-answer spec (None for a plain-text run): its ``type``, its
     ``mode`` (``native`` or ``tool``) and the schema the model is asked to keep to.
     """
@@ -57,6 +58,7 @@ class RunContext:
     wants_deltas: bool = False
     turn: int = 0
     usage: Usage = Usage()
+    usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
     started_at: float = attrs.field(factory=time.monotonic)
     state: dict[str, Any] = attrs.field(factory=dict)
     _emit: Callable[[Event], Any] | None = None

@@ -31,6 +31,7 @@ __all__ = [
     "ToolStart",
     "TurnEnd",
     "TurnStart",
+    "ModelFallback",
     "OutputDelta",
     "event_names",
 ]
@@ -84,6 +85,18 @@ class ProviderRetry(Event):
     attempt: int
     max_attempts: int | None
     delay: float
+    error: str
+
+
+@attrs.frozen(eq=False)
+class ModelFallback(Event):
+    """A model's retries were spent on errors worth retrying; ``to_model`` takes over for the
+    rest of the run. Models are named ``provider:model``."""
+
+    name: ClassVar[str] = "model_fallback"
+    turn: int
+    from_model: str
+    to_model: str
     error: str
 
 

@@ -19,6 +19,7 @@ from .errors import ProviderError, StreamInterrupted
 from .events import (
     AssistantMessage,
     CompactionDone,
+    ModelFallback,
     ProviderRequest,
     ProviderRetry,
     RunEnd,
@@ -39,13 +40,14 @@ from .answers import (
     wrapped_up_output,
 )
 from .deltas import DeltaForwarder
-from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
+from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn, Usage
 from .output import OUTPUT_TOOL, OutputInvalid
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
 
 if TYPE_CHECKING:
     from .context import RunContext
+    from .providers.base import Provider
 
 __all__ = ["call_model", "run_loop"]
 
@@ -100,6 +102,7 @@ async def run_loop(run: RunContext) -> RunResult:
                 text=None,
                 turns=run.turn,
                 usage=run.usage,
+                usage_by_model=dict(run.usage_by_model),
                 messages=tuple(run.transcript[first_new:]),
                 detail=f"{type(error).__name__}: {error}",
                 run_id=run.run_id,
@@ -129,6 +132,7 @@ async def run_loop(run: RunContext) -> RunResult:
         ok=stop.is_answer,
         turns=run.turn,
         usage=run.usage,
+        usage_by_model=dict(run.usage_by_model),
         messages=tuple(run.transcript[first_new:]),
         detail=detail,
         run_id=run.run_id,
@@ -322,13 +326,42 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
                 raise StreamInterrupted(f"the reply stream broke after part of it was shown: {exc}", partial_text=streamed.text) from exc
             decision = await hooks.retry_delay(run, exc, attempt) if hooks.implements(hookspecs.retry_delay) else None
             if decision is None:
-                raise
+                following = _next_model(run, exc)
+                if following is None:
+                    raise
+                if run.wants_events:
+                    await run.emit(ModelFallback(run.run_id, run.turn, model_id(run.provider), model_id(following), str(exc)))
+                log.warning("%s failed after %d attempt(s) (%s); falling back to %s", model_id(run.provider), attempt, exc, model_id(following))
+                run.provider, attempt = following, 0
+                continue
             if run.wants_events:
                 await run.emit(ProviderRetry(run.run_id, run.turn, attempt, decision.max_attempts, decision.delay, str(exc)))
             await asyncio.sleep(decision.delay)
             continue
         run.usage = run.usage + reply.usage
+        key = model_id(run.provider)
+        run.usage_by_model[key] = run.usage_by_model.get(key, _NO_USAGE) + reply.usage
         return reply
+
+
+_NO_USAGE = Usage()
+
+
+def model_id(provider: object) -> str:
+    """``name:model`` of a provider, as events, logs and ``usage_by_model`` name it."""
+    return f"{getattr(provider, 'name', type(provider).__name__)}:{getattr(provider, 'model', '')}"
+
+
+def _next_model(run: RunContext, error: ProviderError) -> Provider | None:
+    """The model after the current one, for an error a retry might fix (never a 4xx or a
+    broken reply: another model would be asked the same wrong thing)."""
+    if not error.retryable:
+        return None
+    models = run.agent.models
+    for index, provider in enumerate(models[:-1]):
+        if provider is run.provider:
+            return models[index + 1]
+    return None
 
 
 class _TurnTimeout(TimeoutError):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -101,9 +101,13 @@ class OutputSpec:
 
 
 def output_spec(
-    output_type: Any, mode: str, retries: int, provider: object, *, has_tools: bool, limits: JsonLimits = DEFAULT_JSON_LIMITS
+    output_type: Any, mode: str, retries: int, providers: Sequence[object], *, has_tools: bool, limits: JsonLimits = DEFAULT_JSON_LIMITS
 ) -> OutputSpec | None:
-    """The spec of a run, or None when the answer is plain text (no type, or ``str``)."""
+    """The spec of a run, or None when the answer is plain text (no type, or ``str``).
+
+    ``providers`` are the model and its fallbacks: the answer is asked for natively only when
+    every one of them can, since a fallback may take over mid-run.
+    """
     if output_type is None or output_type is str:
         return None
     if mode not in OUTPUT_MODES:
@@ -111,10 +115,10 @@ def output_spec(
     if retries < 0:
         raise ConfigError(f"output_retries must be 0 or more, got {retries}")
     schema, is_wrapped = _schema(output_type)
-    supports = getattr(provider, "supports_output_schema", None)
-    native = bool(supports(with_tools=has_tools)) if callable(supports) else False
+    lacking = [p for p in providers if not _native(p, has_tools)]
+    native = not lacking
     if mode == "native" and not native:
-        name = getattr(provider, "name", type(provider).__name__)
+        name = getattr(lacking[0], "name", type(lacking[0]).__name__)
         raise ConfigError(
             f"output_mode='native' but the provider {name!r} cannot enforce a JSON schema"
             + (" together with tools" if has_tools else "")
@@ -122,6 +126,11 @@ def output_spec(
         )
     chosen: Literal["native", "tool"] = "native" if mode == "native" or (mode == "auto" and native) else "tool"
     return OutputSpec(output_type, schema, is_wrapped, chosen, retries, limits)
+
+
+def _native(provider: object, has_tools: bool) -> bool:
+    supports = getattr(provider, "supports_output_schema", None)
+    return bool(supports(with_tools=has_tools)) if callable(supports) else False
 
 
 @functools.lru_cache(maxsize=256)

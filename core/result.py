@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic
 
 import attrs
@@ -33,7 +34,8 @@ class RunResult(Generic[OutputT]):
     wrap-up wrote one); ``answer`` is the validated input of a terminal tool. ``output`` is the
     answer checked against the run's ``output_type`` (for a plain-text run, the text); on a
     limit it is there only when a wrap-up wrote an answer that fits. ``messages`` are this
-    run's new messages: the work done before a limit is always kept.
+    run's new messages: the work done before a limit is always kept. ``usage_by_model``
+    splits ``usage`` by ``provider:model`` (more than one entry after a fallback).
     """
 
     stop: str
@@ -48,6 +50,7 @@ class RunResult(Generic[OutputT]):
     error: BaseException | None = attrs.field(default=None, repr=False)
     output: OutputT | None = None
     output_type: Any = None
+    usage_by_model: Mapping[str, Usage] = attrs.field(factory=dict)
 
     def unwrap(self) -> Any:
         """The answer: the typed output when the run had an ``output_type``, else a terminal

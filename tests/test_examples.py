@@ -108,3 +108,16 @@ async def test_reasoning_prints_the_thinking_apart_from_the_answer(mock_llm, cap
     out = capsys.readouterr().out
     assert "\033[2m1001 = 7 * 11 * 13.\033[0m" in out.replace("\033[0m\033[2m", "")
     assert "answered: 'No: 1001 = 7 x 11 x 13.'" in out
+
+
+def test_fallback_models_says_which_model_answered(mock_llm, capsys):
+    from bandoneon.testing import Fault, MockLLMServer, Reply
+
+    with MockLLMServer() as backup:
+        mock_llm.add(Fault(status=503), Fault(status=503))
+        backup.add(Reply(text="Montevideo.", usage=(12, 3)))
+        result = load("fallback_models").main([f"vllm:big@{mock_llm.base_url}", f"ollama:small@{backup.base_url}"])
+    assert result.text == "Montevideo."
+    out = capsys.readouterr().out
+    assert "vllm:big failed (vllm: HTTP 503" in out and "ollama:small takes over" in out
+    assert "ollama:small: 1 call(s), 15 tokens" in out

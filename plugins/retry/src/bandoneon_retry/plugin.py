@@ -38,6 +38,10 @@ class Backoff(bandoneon.Plugin):
     ``max_delay``; a longer request is capped and reported (``retry_after_capped`` event and a
     warning in the log).
 
+    ``fallback`` lists models (``"ollama:small"``) to try, in order, once a model's retries
+    are spent on such failures (never after a 4xx): they are added to the agent's own
+    fallbacks when it is built (``Agent(model=[...])`` does the same without this plugin).
+
     For tests and reproducible runs, ``seed`` fixes the jitter; ``random`` (a function
     returning a float in [0, 1)) and ``clock`` (seconds, monotonic) can be replaced on an
     instance after it is built.
@@ -51,6 +55,7 @@ class Backoff(bandoneon.Plugin):
     max_delay: float = 30.0
     deadline: float | None = 120.0
     seed: int | None = None
+    fallback: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     random: Callable[[], float] = attrs.field(init=False, repr=False)
     clock: Callable[[], float] = attrs.field(init=False, repr=False, default=time.monotonic)
 
@@ -63,8 +68,15 @@ class Backoff(bandoneon.Plugin):
             raise bandoneon.ConfigError(f"retry: max_delay ({self.max_delay}) must be at least base_delay ({self.base_delay})")
         if self.deadline is not None and not self.deadline > 0:
             raise bandoneon.ConfigError(f"retry: deadline must be a positive number of seconds, got {self.deadline} (leave it unset for none)")
+        if not all(isinstance(model, str) and ":" in model for model in self.fallback):
+            raise bandoneon.ConfigError(f"retry: fallback must list model strings such as 'ollama:llama3.1', got {self.fallback!r}")
         # Seeding a generator reads the OS's entropy: only a seeded instance gets its own.
         self.random = random_module.Random(self.seed).random if self.seed is not None else random_module.random
+
+    @bandoneon.hookimpl
+    def agent_created(self, agent: bandoneon.Agent) -> None:
+        for model in self.fallback:
+            agent.add_fallback(model)
 
     @bandoneon.hookimpl
     async def retry_delay(self, run: bandoneon.RunContext, error: Exception, attempt: int) -> bandoneon.Retry | None:

@@ -184,6 +184,17 @@ class SpanBuilder:
             },
         )
 
+    def _on_model_fallback(self, run: bandoneon.RunContext, event: bandoneon.ModelFallback) -> None:
+        """The failing model's span ends with its error; the next request opens the fallback's."""
+        state = _state(run)
+        if state is None or state.model_span is None:
+            return
+        state.model_span.attributes["bandoneon.fallback_to"] = event.to_model
+        self._close(state, state.model_span, event.error)
+        state.run_span.events.append(
+            SpanEvent("model_fallback", self.clock(), _clean(state, {"bandoneon.from_model": event.from_model, "bandoneon.to_model": event.to_model}))
+        )
+
     def _on_provider_retry(self, run: bandoneon.RunContext, event: bandoneon.ProviderRetry) -> None:
         state = _state(run)
         if state is None or state.model_span is None:
