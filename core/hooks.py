@@ -370,12 +370,6 @@ class Hooks:
     async def on_event(self, run: RunContext | None, event: Event) -> None:
         await self._run("on_event", {"run": run, "event": event})
 
-    def register_skills(self, agent: Agent, register: Callable[..., None]) -> None:
-        self.call_sync(hookspecs.register_skills, agent=agent, register=register)
-
-    def register_memory(self, agent: Agent, register: Callable[..., None]) -> None:
-        self.call_sync(hookspecs.register_memory, agent=agent, register=register)
-
     async def agent_closed(self, agent: Agent) -> None:
         await self._run("agent_closed", {"agent": agent})
 

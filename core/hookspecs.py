@@ -121,6 +121,9 @@ def after_turn(run: RunContext, turn: Turn) -> None:
 
 
 # ---------------------------------------------------------------- extension points
+# The stop, compaction, retry, wrap-up and answer points. Skills and memory reach the model
+# through system_prompt_sections and register_tools; how other plugins contribute skills,
+# memory stores or session stores is published by those plugins (their hookspecs modules).
 
 
 @hookspec(Calls.FIRST)
@@ -200,32 +203,6 @@ def check_answer(run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack
         withholds the text: ``RunResult.text`` is None and ``detail`` gives the reason.
 
     .. versionadded:: 0.2
-    """
-
-
-@hookspec(Calls.COLLECTING, sync=True)
-def register_skills(agent: Agent, register: Callable[..., None]) -> None:
-    """Contribute skills. Called synchronously by the skills plugin, once per agent.
-
-    :param agent: the agent the skills are for.
-    :param register: ``register(source, *, label=None)``; ``source`` is a folder of
-        ``<name>/SKILL.md``, a ``Skill``, a list of them, or an object with ``label`` and
-        ``scan() -> (skills, problems)`` (see bandoneon-skills).
-
-    .. versionadded:: 0.1
-    """
-
-
-@hookspec(Calls.COLLECTING, sync=True)
-def register_memory(agent: Agent, register: Callable[..., None]) -> None:
-    """Contribute memory stores, embedders and session stores. Called synchronously by the
-    memory plugin, once per agent.
-
-    :param agent: the agent they are for.
-    :param register: ``register(kind, name, factory)`` with kind ``"embedder"``, ``"store"``
-        or ``"session_store"`` (see bandoneon-memory).
-
-    .. versionadded:: 0.1
     """
 
 

@@ -129,24 +129,6 @@ def test_agent_created_can_refuse_to_build_an_agent():
         agent_with(Trifecta(), model=ScriptedModel())
 
 
-@pytest.mark.parametrize("hook", ["register_skills", "register_memory"])
-def test_registration_extension_points_reach_every_active_plugin(hook):
-    registered = []
-
-    class Source:
-        @hookimpl
-        def register_skills(self, agent, register):
-            register("bakery")
-
-        @hookimpl
-        def register_memory(self, agent, register):
-            register("sqlite")
-
-    agent = agent_with(Source(), model=ScriptedModel())
-    getattr(agent.hooks, hook)(agent, registered.append)
-    assert registered == ["bakery" if hook == "register_skills" else "sqlite"]
-
-
 def test_before_and_after_run_bracket_every_run_even_a_failing_one():
     seen = []
 

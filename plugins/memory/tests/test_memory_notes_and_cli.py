@@ -97,8 +97,21 @@ def test_another_plugin_contributes_an_embedder_through_register_memory(tmp_path
 
 
 def test_an_unknown_registration_kind_is_an_error_naming_the_kinds(tmp_path):
-    with pytest.raises(bandoneon.ConfigError, match="unknown kind 'vector-db'.*embedder, store, session_store"):
+    with pytest.raises(bandoneon.ConfigError, match="unknown kind 'vector-db'; use one of embedder, store"):
         bandoneon.Agent(ScriptedModel(), plugins=[RegistersNonsense(), Memory(scope="c", embedder="reverser:")], context_files=False)
+
+
+class RegistersASessionStore:
+    name = "old-style"
+
+    @bandoneon.hookimpl
+    def register_memory(self, agent, register):
+        register("session_store", "company", lambda path: None)
+
+
+def test_a_session_store_registered_with_memory_points_to_the_sessions_hook():
+    with pytest.raises(bandoneon.ConfigError, match="session stores are bandoneon-sessions'.*register_session_stores"):
+        bandoneon.Agent(ScriptedModel(), plugins=[RegistersASessionStore(), Memory(scope="c", embedder="reverser:")], context_files=False)
 
 
 def test_an_unknown_embedder_lists_the_known_prefixes():

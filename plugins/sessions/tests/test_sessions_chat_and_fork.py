@@ -98,7 +98,7 @@ def test_a_closed_session_refuses_further_turns_with_a_clear_error(tmp_path):
 
 
 class CompanyStores(bandoneon.Plugin):
-    """Another plugin offering a session store by name, through register_memory."""
+    """Another plugin offering a session store by name, through the sessions plugin's hook."""
 
     name = "company-stores"
 
@@ -106,8 +106,8 @@ class CompanyStores(bandoneon.Plugin):
         self.folder = folder
 
     @bandoneon.hookimpl
-    def register_memory(self, register):
-        register("session_store", "company", lambda path: JsonlStore(self.folder))
+    def register_session_stores(self, register):
+        register("company", lambda path: JsonlStore(self.folder))
 
 
 def test_a_session_store_registered_by_another_plugin_is_chosen_by_name(tmp_path):
@@ -119,6 +119,27 @@ def test_a_session_store_registered_by_another_plugin_is_chosen_by_name(tmp_path
     agent.run_sync("hello")
     assert isinstance(agent.plugin("sessions")._store, SessionStore)
     assert [m.content for m in JsonlStore(tmp_path / "company").load("s1").messages] == ["hello", "hi"]
+
+
+def test_with_memory_active_too_each_registration_hook_runs_once_per_agent(tmp_path):
+    memory_plugin = pytest.importorskip("bandoneon_memory", reason="bandoneon-memory is not installed")
+    calls = []
+
+    class Both:
+        @bandoneon.hookimpl
+        def register_session_stores(self, register):
+            calls.append("session_stores")
+
+        @bandoneon.hookimpl
+        def register_memory(self, register):
+            calls.append("memory")
+
+    bandoneon.Agent(
+        ScriptedModel("hi"),
+        plugins=[Both(), memory_plugin.Memory(mode="notes", path=str(tmp_path / "notes")), Sessions(session_id="s2", path=str(tmp_path))],
+        context_files=False,
+    ).close()
+    assert sorted(calls) == ["memory", "session_stores"]
 
 
 def test_an_unknown_store_name_lists_the_known_ones():

@@ -6,7 +6,9 @@ same thing wherever it is declared.
 
 from __future__ import annotations
 
+import functools
 import logging
+import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -101,15 +103,26 @@ class Enforcer:
 
 
 async def _ask_a_person(run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str) -> bandoneon.Refuse | None:
-    """Hand the call to the human plugin's approval; without one, nobody can approve: refuse."""
-    try:
-        human = run.agent.plugin("human")
-    except KeyError:
-        human = None
-    request_approval = getattr(human, "request_approval", None)
-    if request_approval is None:
+    """Ask through the approval hook the human plugin publishes; when nobody answers (the
+    plugin is not installed or not active), nobody can approve: refuse."""
+    hooks = run.agent.hooks
+    approval = _approval_hooks()
+    answer = None
+    if approval is not None and hooks.implements(approval.request_approval):
+        answer = await hooks.call(approval.request_approval, run=run, call=call, tool=tool, arguments=arguments, reason=reason)
+    if answer is None:
         return bandoneon.Refuse(
             f"Needs a person's approval ({reason}), and no one can approve it in this agent "
             f"(no approval channel is active), so {tool.name} did not run. Do it another way or tell the user."
         )
-    return await request_approval(run, call, tool, arguments, reason=reason)
+    return None if isinstance(answer, approval.Approved) else answer  # type: ignore[union-attr]
+
+
+@functools.cache
+def _approval_hooks() -> types.ModuleType | None:
+    """The human plugin's published hooks, if it is installed (the guard does not depend on it)."""
+    try:
+        from bandoneon_human import hookspecs
+    except ImportError:
+        return None
+    return hookspecs

@@ -7,6 +7,7 @@ log, and pause a run that waits for an answer so another process can resume it.
 from .audit import AuditLog
 from .channels import Answer, ApprovalRequest, Callbacks, Channel, HumanQueue, Question, Terminal
 from .events import ApprovalAnswered, ApprovalRequested, Steering
+from .hookspecs import Approved
 from .pending import Pending, answer_pending, read_pending
 from .plugin import Human
 
@@ -15,6 +16,7 @@ __all__ = [
     "ApprovalAnswered",
     "ApprovalRequest",
     "ApprovalRequested",
+    "Approved",
     "AuditLog",
     "Callbacks",
     "Channel",

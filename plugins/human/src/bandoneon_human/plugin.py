@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Annotated, Any, ClassVar
 
 import attrs
@@ -23,6 +24,7 @@ import attrs
 import bandoneon
 from bandoneon import RunContext
 
+from . import hookspecs as human_hooks
 from .audit import AuditLog
 from .channels import Answer, ApprovalRequest, Channel, Question, as_answer, as_channel
 from .events import ApprovalAnswered, ApprovalRequested, Steering
@@ -57,6 +59,8 @@ class Human(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "human"
+    #: ``request_approval`` and ``review_exhausted``: the approval channel other plugins ask through.
+    hookspecs: ClassVar[ModuleType] = human_hooks
     agent_attributes: ClassVar[tuple[str, ...]] = ("steer",)
     handles_approvals: ClassVar[bool] = True
 
@@ -175,12 +179,18 @@ class Human(bandoneon.Plugin):
             return await self._steered(run, call, correction)
         return _NOT_ANSWERED
 
+    @bandoneon.hookimpl(specname="request_approval")
+    async def answer_approval_request(
+        self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str
+    ) -> human_hooks.Approved | bandoneon.Refuse:
+        """The published ``request_approval`` hook: rule engines (bandoneon-guard, policy
+        packs) route their approval rules here."""
+        decision = await self.request_approval(run, call, tool, arguments, reason=reason)
+        return human_hooks.Approved() if decision is None else decision
+
     async def request_approval(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], *, reason: str) -> bandoneon.Refuse | None:
         """Ask a person about this exact call; None if they said yes, else a ``Refuse``.
-
-        Public so rule engines (bandoneon-guard, policy packs) route their approval rules
-        here. One call is asked about once per run, whoever asks.
-        """
+        One call is asked about once per run, whoever asks."""
         state = self._state(run)
         settled = await self._settled(run, call)
         if settled is not _NOT_ANSWERED:
@@ -329,7 +339,8 @@ class Human(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- reviews that ran out
 
-    async def review_exhausted(self, findings: Sequence[str], *, task: str, rounds: int, run_id: str = "") -> Answer | None:
+    @bandoneon.hookimpl
+    async def review_exhausted(self, findings: Sequence[str], task: str, rounds: int, run_id: str = "") -> Answer | None:
         """Hand work whose review rounds ran out with ``findings`` open to a person, through the
         approval channel (level 12: "two or three rounds, then hand it to a person").
 

@@ -19,12 +19,14 @@ import importlib.util
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, ClassVar, Literal
 
 import attrs
 
 import bandoneon
 
+from . import hookspecs as memory_hooks
 from .embedders import Embedder, EmbedderFactory, builtin_embedders, resolve_embedder
 from .notes_file import NotesFile
 from .render import render_hits, render_notes
@@ -35,7 +37,7 @@ __all__ = ["Memory"]
 log = logging.getLogger("bandoneon.memory")
 
 #: The kinds ``register(kind, name, factory)`` accepts during ``register_memory``.
-KINDS = ("embedder", "store", "session_store")
+KINDS = ("embedder", "store")
 
 
 def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
@@ -64,6 +66,8 @@ class Memory(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "memory"
+    #: ``register_memory``: how other plugins contribute embedders and stores (this plugin calls it).
+    hookspecs: ClassVar[ModuleType] = memory_hooks
 
     mode: Literal["search", "notes"] = "search"
     scope: str | None = attrs.field(default=None, validator=_scope_option)
@@ -91,6 +95,10 @@ class Memory(bandoneon.Plugin):
         stores: dict[str, Callable[..., MemoryStore]] = {"sqlite": lambda rest: SqliteStore(rest or None)}
 
         def register(kind: str, name: str, factory: Callable[..., Any]) -> None:
+            if kind == "session_store":
+                raise bandoneon.ConfigError(
+                    f"register_memory: session stores are bandoneon-sessions': offer {name!r} with its register_session_stores hook"
+                )
             if kind not in KINDS:
                 raise bandoneon.ConfigError(f"register_memory: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
             if not callable(factory):
@@ -99,9 +107,8 @@ class Memory(bandoneon.Plugin):
                 embedders[name] = factory
             elif kind == "store":
                 stores[name] = factory
-            # "session_store" belongs to bandoneon-sessions, which collects it itself.
 
-        agent.hooks.register_memory(agent=agent, register=register)
+        agent.hooks.call_sync(memory_hooks.register_memory, agent=agent, register=register)
         if self.mode == "notes":
             return
         self._store = self._resolve_store(stores)

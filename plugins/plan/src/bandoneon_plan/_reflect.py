@@ -158,15 +158,17 @@ def _escalation(agent: bandoneon.Agent, on_exhausted: OnExhausted) -> Escalate |
     if on_exhausted is None:
         return None
     if on_exhausted == "human":
-        # The approval channel, reached by the plugin's name and a public method, as the guard
-        # reaches request_approval: until the human plugin publishes this contract as a hookspec.
+        # The approval channel, through the review_exhausted hook the human plugin publishes.
         try:
-            ask = agent.plugin("human").review_exhausted
-        except (KeyError, AttributeError):
-            raise bandoneon.ConfigError("on_exhausted='human' (or Plan(escalate=True)) needs the human plugin (bandoneon-human) active in the agent") from None
+            from bandoneon_human import hookspecs as human_hooks
+        except ImportError:
+            human_hooks = None
+        if human_hooks is None or not agent.hooks.implements(human_hooks.review_exhausted):
+            raise bandoneon.ConfigError("on_exhausted='human' (or Plan(escalate=True)) needs the human plugin (bandoneon-human) active in the agent")
+        review_exhausted = human_hooks.review_exhausted
 
         async def ask_the_person(so_far: ReflectResult, task: str) -> Escalation:
-            answer = await ask(so_far.open, task=task, rounds=so_far.rounds, run_id=so_far.result.run_id)
+            answer = await agent.hooks.call(review_exhausted, findings=so_far.open, task=task, rounds=so_far.rounds, run_id=so_far.result.run_id)
             if answer is None:
                 return Escalation(so_far.open, "unanswered")
             if answer.approved:

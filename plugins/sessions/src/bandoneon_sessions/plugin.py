@@ -17,12 +17,14 @@ import os
 import uuid
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, ClassVar, Literal
 
 import attrs
 
 import bandoneon
 
+from . import hookspecs as session_hooks
 from .lock import SessionLock
 from .records import LoadedSession, SessionError, check_session_id
 from .stores import JsonlStore, SessionStore, SqliteSessionStore, default_sessions_path, open_store
@@ -48,8 +50,8 @@ class Sessions(bandoneon.Plugin):
     """Save the agent's whole history under ``session_id`` and load it back next time.
 
     Options: ``session_id`` (default: a new random id), ``store`` (``"jsonl"``, ``"sqlite"``, a
-    ``SessionStore``, or a name another plugin registered through ``register_memory`` with
-    kind ``"session_store"``), ``path`` (the JSONL folder or the SQLite file; default
+    ``SessionStore``, or a name another plugin offers through the ``register_session_stores``
+    hook this plugin publishes), ``path`` (the JSONL folder or the SQLite file; default
     ``$BANDONEON_SESSIONS_PATH`` or ``~/.bandoneon/sessions``), ``durability``:
 
     - ``"turn"`` (default): each turn's messages are on disk (one write, one fsync) before the
@@ -61,6 +63,8 @@ class Sessions(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "sessions"
+    #: ``register_session_stores``: how other plugins offer session stores (this plugin calls it).
+    hookspecs: ClassVar[ModuleType] = session_hooks
 
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:12], validator=_session_id)
     store: Any = None
@@ -97,12 +101,12 @@ class Sessions(bandoneon.Plugin):
             "sqlite": lambda path: SqliteSessionStore(path or default_sessions_path().with_suffix(".sqlite3")),
         }
 
-        def register(kind: str, name: str, factory: Callable[..., Any]) -> None:
-            if kind == "session_store":
-                factories[name] = factory
-            # "embedder" and "store" are bandoneon-memory's; it checks them itself.
+        def register(name: str, factory: Callable[..., Any]) -> None:
+            if not callable(factory):
+                raise bandoneon.ConfigError(f"register_session_stores: the factory for {name!r} is not callable")
+            factories[name] = factory
 
-        agent.hooks.register_memory(agent=agent, register=register)
+        agent.hooks.call_sync(session_hooks.register_session_stores, agent=agent, register=register)
         if isinstance(self.store, SessionStore):
             return self.store
         if self.store is None:

@@ -8,6 +8,7 @@ import sys
 import warnings
 from fnmatch import fnmatchcase
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, ClassVar, Literal
 from weakref import WeakKeyDictionary
 
@@ -15,6 +16,7 @@ import attrs
 
 import bandoneon
 
+from . import hookspecs as skill_hooks
 from .files import read_confined
 from .library import Layer, Library, as_source
 from .prompt import render_all, render_catalog, skill_result
@@ -64,6 +66,8 @@ class Skills(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "skills"
+    #: ``register_skills``: how other plugins contribute skills (this plugin calls it).
+    hookspecs: ClassVar[ModuleType] = skill_hooks
 
     mode: Mode = attrs.field(default="on-demand", validator=attrs.validators.in_(MODES))
     folders: list[str] = attrs.field(factory=list, converter=_as_strings)
@@ -92,7 +96,7 @@ class Skills(bandoneon.Plugin):
         def register(source: object, *, label: str | None = None) -> None:
             registered.sources.append(as_source(source, label=label, base=base))
 
-        agent.hooks.register_skills(agent=agent, register=register)
+        agent.hooks.call_sync(skill_hooks.register_skills, agent=agent, register=register)
         folders = [Layer(f"folder option {f!r}", [as_source(f, base=base)]) for f in self.folders]
         memory = [Layer("in-memory skills", [MemorySource(self.skills, "the skills option")])] if self.skills else []
         return Library([packs, registered, *folders, *memory], setup_problems=pack_problems)
