@@ -84,6 +84,7 @@ from .providers import (
     register_provider,
     resolve_model,
 )
+from .ranges import Range, in_range
 from .result import RunResult
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
@@ -147,6 +148,7 @@ __all__ = [
     "ProviderError",
     "ProviderRequest",
     "ProviderRetry",
+    "Range",
     "RateLimited",
     "Refuse",
     "Respond",
@@ -188,6 +190,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "import_object",
+    "in_range",
     "installed_plugins",
     "iter_sse",
     "load_config",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 import attrs
 
 from . import hookspecs
-from .config import Config, load_config
+from .config import OPTION_RANGES, Config, load_config
 from .context import RunContext
 from .errors import ConfigError, RunInProgress
 from .events import Event, event_names
@@ -108,14 +108,16 @@ class Agent(Generic[DepsT, OutputT]):
         self.config = config if isinstance(config, Config) else load_config(config)
         self.name = name
         self.cwd = Path(cwd) if cwd is not None else None
+        for option, value in (
+            ("max_turns", max_turns),
+            ("run_timeout", run_timeout),
+            ("tool_timeout", tool_timeout),
+            ("turn_timeout", turn_timeout),
+            ("max_tool_concurrency", max_tool_concurrency),
+            ("context_window", context_window),
+        ):
+            OPTION_RANGES[option].check(option, value)
         self.max_turns = max_turns if max_turns is not None else (self.config.max_turns or 25)
-        if self.max_turns < 1:
-            raise ConfigError(f"max_turns must be at least 1, got {self.max_turns}")
-        for option, value in (("run_timeout", run_timeout), ("tool_timeout", tool_timeout), ("turn_timeout", turn_timeout)):
-            if value is not None and value <= 0:
-                raise ConfigError(f"{option} must be a positive number of seconds, got {value}")
-        if max_tool_concurrency is not None and max_tool_concurrency < 1:
-            raise ConfigError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self.run_timeout = run_timeout if run_timeout is not None else self.config.run_timeout
         self.tool_timeout = tool_timeout if tool_timeout is not None else self.config.tool_timeout
         self.turn_timeout = turn_timeout

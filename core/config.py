@@ -17,11 +17,23 @@ import attrs
 
 from .errors import ConfigError
 from .files import write_atomically
+from .ranges import Range, in_range
 from .structuring import StructureError, structure
 
-__all__ = ["Config", "load_config", "write_default_config"]
+__all__ = ["OPTION_RANGES", "Config", "load_config", "write_default_config"]
 
 CONFIG_FILE = "bandoneon.toml"
+
+#: The core's numeric options, in ``bandoneon.toml`` and as ``Agent`` arguments. None is "unset".
+#: A window under 256 tokens holds no system prompt and tool schema worth sending: a typo.
+OPTION_RANGES: dict[str, Range] = {
+    "max_turns": in_range(at_least=1, integer=True, optional=True),
+    "context_window": in_range(at_least=256, unit="tokens", integer=True, optional=True),
+    "run_timeout": in_range(above=0, unit="seconds", optional=True),
+    "tool_timeout": in_range(above=0, unit="seconds", optional=True),
+    "turn_timeout": in_range(above=0, unit="seconds", optional=True),
+    "max_tool_concurrency": in_range(at_least=1, integer=True, optional=True),
+}
 
 
 @attrs.frozen
@@ -31,11 +43,11 @@ class Config:
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
-    context_window: int | None = None
+    context_window: int | None = attrs.field(default=None, validator=OPTION_RANGES["context_window"])
     system_prompt: str | None = None
-    max_turns: int | None = None
-    run_timeout: float | None = None
-    tool_timeout: float | None = None
+    max_turns: int | None = attrs.field(default=None, validator=OPTION_RANGES["max_turns"])
+    run_timeout: float | None = attrs.field(default=None, validator=OPTION_RANGES["run_timeout"])
+    tool_timeout: float | None = attrs.field(default=None, validator=OPTION_RANGES["tool_timeout"])
     plugins: dict[str, dict[str, Any]] | None = None
     source: str = attrs.field(default="arguments", eq=False)
 
@@ -87,9 +99,7 @@ def config_from_mapping(data: Mapping[str, Any], *, source: str) -> Config:
     try:
         config = structure(dict(data), Config)
     except StructureError as exc:
-        raise ConfigError(f"{source}: " + " ".join(exc.problems)) from None
-    if config.max_turns is not None and config.max_turns < 1:
-        raise ConfigError(f"{source}: max_turns must be at least 1, got {config.max_turns}")
+        raise ConfigError(f"{source}: " + " ".join(p.removeprefix("config: ") for p in exc.problems)) from None
     return attrs.evolve(config, source=source)
 
 

@@ -252,9 +252,12 @@ def build_plugin(cls: type | types.ModuleType, options: Mapping[str, Any] | None
             return structure(options, cls)
         return cls(**options)
     except StructureError as exc:
-        raise ConfigError(f"{source}: options of plugin {plugin_name(cls)!r}: {' '.join(exc.problems)}") from None
+        problems = exc.problems
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{source}: options of plugin {plugin_name(cls)!r}: {exc}") from None
+        problems = [str(exc)]
+    # A range check names its owner ("compaction: threshold must be ..."); said once here.
+    name = plugin_name(cls)
+    raise ConfigError(f"{source}: options of plugin {name!r}: {' '.join(p.removeprefix(f'{name}: ') for p in problems)}") from None
 
 
 PluginsArgument = Sequence[object | str] | Mapping[str, Mapping[str, Any] | None] | None

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from ..ranges import in_range
 from ._http import HttpRequest, HttpResponse, HttpServer
 from ._wire import ANTHROPIC, OPENAI, Dialect, Turn, base64_floats, hashed_embedding
 
@@ -59,7 +60,7 @@ def _usage(usage: Sequence[int] | None) -> tuple[int, int] | None:
     return (usage[0], usage[1])
 
 
-_non_negative = attrs.validators.ge(0)
+_non_negative = in_range(at_least=0)
 
 
 @attrs.frozen
@@ -85,7 +86,7 @@ class Reply:
     thinking: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_thinking)
     delay: float = attrs.field(default=0, validator=_non_negative)
     cut_stream_after: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(_non_negative)
+        default=None, validator=in_range(at_least=0, optional=True)
     )
     model: str | None = None
     reasoning_field: str = attrs.field(default="reasoning_content", validator=attrs.validators.in_(("reasoning_content", "reasoning")))
@@ -103,7 +104,7 @@ class Fault:
 
     status: int | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional([attrs.validators.ge(100), attrs.validators.le(599)]),
+        validator=in_range(at_least=100, at_most=599, integer=True, optional=True),
     )
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=dict)
     body: str | bytes | None = None

@@ -98,7 +98,7 @@ def test_a_second_process_on_the_same_heartbeat_drops_its_tick(config, tmp_path,
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"interval": 0}, "interval must be a positive number"),
+        ({"interval": 0}, "interval must be above 0 seconds, got 0"),
         ({"intervall": 5}, "intervall"),
         ({"local_condition": "os:nope"}, "has no 'nope'"),
     ],

@@ -216,11 +216,11 @@ async def test_stop_while_waiting_for_the_next_tick():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"interval": 0}, "interval must be a positive number"),
-        ({"interval": -5}, "interval must be a positive number"),
-        ({"timeout": 0}, "timeout must be a positive number"),
-        ({"run_timeout": -1}, "run_timeout must be a positive number"),
-        ({"max_ticks": 0}, "max_ticks must be an integer of at least 1"),
+        ({"interval": 0}, "heartbeat: interval must be above 0 seconds, got 0"),
+        ({"interval": -5}, "interval must be above 0 seconds, got -5"),
+        ({"timeout": 0}, "timeout must be above 0 seconds, got 0"),
+        ({"run_timeout": -1}, "run_timeout must be above 0 seconds, got -1"),
+        ({"max_ticks": 0}, "max_ticks must be a whole number of at least 1, got 0"),
         ({"check_prompt": " "}, "check_prompt is empty"),
     ],
 )

@@ -169,7 +169,7 @@ def test_the_channel_is_configured_by_name():
 def test_a_bad_channel_name_and_a_negative_timeout_are_config_errors():
     with pytest.raises(bandoneon.ConfigError, match="unknown channel 'telepathy'"):
         Human(channel="telepathy")
-    with pytest.raises(bandoneon.ConfigError, match="'timeout' must be"):
+    with pytest.raises(bandoneon.ConfigError, match="human: timeout must be at least 0 seconds, got -1"):
         Human(timeout=-1)
 
 

@@ -125,7 +125,7 @@ def test_on_lap_sees_every_lap_and_its_errors_do_not_stop_the_loop():
 @pytest.mark.parametrize("max_laps", [0, -1, 1.5, True])
 def test_max_laps_below_one_is_refused(max_laps, tmp_path):
     state = tmp_path / "laps.json"
-    with pytest.raises(bandoneon.ConfigError, match="max_laps must be an integer of at least 1"):
+    with pytest.raises(bandoneon.ConfigError, match="laps: max_laps must be a whole number of at least 1, got "):
         run_goal_loop_sync(GOAL, boasting_agents([]), lambda: False, max_laps, state_file=state)
     assert not state.exists()
 

@@ -98,13 +98,13 @@ def test_a_budget_of_zero_or_less_is_a_config_error(option, value):
 @pytest.mark.parametrize("option", ["max_tokens", "max_cost", "max_seconds", "max_errors_in_a_row"])
 @pytest.mark.parametrize("value", [0, -5])
 def test_a_budget_of_zero_or_less_by_name_is_a_config_error_with_the_plugins_message(option, value):
-    with pytest.raises(bandoneon.ConfigError, match=rf"options of plugin 'stop': stop: {option} must be a positive number, got -?\d"):
+    with pytest.raises(bandoneon.ConfigError, match=rf"options of plugin 'stop': {option} must be (a whole number of at least 1|above 0).*, got -?\d"):
         bandoneon.Agent(ScriptedModel(), plugins={"stop": {option: value}}, context_files=False)
 
 
 def test_a_budget_of_zero_in_bandoneon_toml_is_a_config_error_naming_the_file(tmp_path):
     (tmp_path / "bandoneon.toml").write_text("[plugins.stop]\nmax_tokens = 0\n")
-    with pytest.raises(bandoneon.ConfigError, match=r"bandoneon\.toml.*max_tokens must be a positive number, got 0"):
+    with pytest.raises(bandoneon.ConfigError, match=r"bandoneon\.toml: options of plugin 'stop': max_tokens must be a whole number of at least 1, got 0"):
         bandoneon.Agent(ScriptedModel(), config=tmp_path / "bandoneon.toml", context_files=False)
 
 

@@ -323,9 +323,9 @@ def test_a_child_whose_model_is_unreachable_returns_an_error_result():
     [
         ({"name": "two words"}, "must be 1-64 letters"),
         ({"description": " "}, "needs a description"),
-        ({"max_turns": 0}, "max_turns must be at least 1"),
-        ({"max_depth": 0}, "max_depth must be at least 1"),
-        ({"run_timeout": 0}, "run_timeout must be a positive"),
+        ({"max_turns": 0}, "max_turns must be a whole number of at least 1, got 0"),
+        ({"max_depth": 0}, "max_depth must be a whole number of at least 1, got 0"),
+        ({"run_timeout": 0}, "run_timeout must be above 0 seconds, got 0"),
     ],
 )
 def test_bad_options_are_refused_when_the_tool_is_made(options, message):

@@ -32,6 +32,7 @@ from bandoneon import (
     ToolSpec,
     Usage,
     classify_status,
+    in_range,
     iter_sse,
     read_json,
 )
@@ -42,6 +43,13 @@ __all__ = ["ANSWER_TOOL", "ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_m
 
 #: The forced tool that carries a typed answer (its input becomes the reply's text).
 ANSWER_TOOL = "final_answer"
+
+#: The range of each numeric option (``thinking_budget``: at least 1024 and below ``max_tokens``).
+RANGES = {
+    "max_tokens": in_range(at_least=1, integer=True),
+    "timeout": in_range(above=0, unit="seconds"),
+    "context_window": in_range(at_least=256, unit="tokens", integer=True, optional=True),
+}
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -86,8 +94,8 @@ class AnthropicProvider:
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise ConfigError("anthropic: no API key; set ANTHROPIC_API_KEY or pass api_key=...")
-        if max_tokens < 1:
-            raise ConfigError(f"anthropic: max_tokens must be at least 1, got {max_tokens}")
+        for option, value in (("max_tokens", max_tokens), ("timeout", timeout), ("context_window", context_window)):
+            RANGES[option].check(option, value, owner="anthropic")
         if thinking_budget is not None and not 1024 <= thinking_budget < max_tokens:
             raise ConfigError(f"anthropic: thinking_budget must be at least 1024 and below max_tokens ({max_tokens}), got {thinking_budget}")
         self.name = name

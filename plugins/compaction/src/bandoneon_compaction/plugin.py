@@ -45,26 +45,16 @@ class Compaction(bandoneon.Plugin):
     name: ClassVar[str] = "compaction"
     is_default: ClassVar[bool] = True
 
-    threshold: float = 0.8
-    keep_recent_turns: int = 2
-    window: int | None = None
-    preview_chars: int = 150
+    threshold: float = attrs.field(default=0.8, validator=bandoneon.in_range(above=0, at_most=1))
+    keep_recent_turns: int = attrs.field(default=2, validator=bandoneon.in_range(at_least=1, integer=True))
+    window: int | None = attrs.field(default=None, validator=bandoneon.in_range(at_least=256, unit="tokens", integer=True, optional=True))
+    preview_chars: int = attrs.field(default=150, validator=bandoneon.in_range(at_least=0, integer=True))
     summarize: bool = False
-    summary_tokens: int = 500
+    summary_tokens: int = attrs.field(default=500, validator=bandoneon.in_range(at_least=1, integer=True))
     #: None (4 characters per token), a callable ``count_tokens(text) -> int``, or "module:function".
     count_tokens: Any = None
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.threshold, bool) or not 0 < self.threshold <= 1:
-            raise bandoneon.ConfigError(f"compaction: threshold is the share of the window to fill, between 0 and 1; got {self.threshold!r}")
-        if self.keep_recent_turns < 1:
-            raise bandoneon.ConfigError(f"compaction: keep_recent_turns must be at least 1 (the current request), got {self.keep_recent_turns}")
-        if self.window is not None and self.window < 1:
-            raise bandoneon.ConfigError(f"compaction: window must be a positive number of tokens, got {self.window}")
-        if self.preview_chars < 0:
-            raise bandoneon.ConfigError(f"compaction: preview_chars cannot be negative, got {self.preview_chars}")
-        if self.summary_tokens < 1:
-            raise bandoneon.ConfigError(f"compaction: summary_tokens must be at least 1, got {self.summary_tokens}")
         self._counter: TokenCount = resolve_counter(self.count_tokens)
         self._warned_unknown = False
         # The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).

@@ -23,6 +23,13 @@ from .scorers import Sample, Score, score_sample, tool_calls_of
 
 __all__ = ["CaseRun", "Progress", "evaluate", "run_case", "run_eval"]
 
+#: The range of each numeric option of ``run_eval`` (and of ``bandoneon eval run``).
+RANGES = {
+    "repeats": bandoneon.in_range(at_least=1, integer=True),
+    "concurrency": bandoneon.in_range(at_least=1, integer=True),
+    "timeout": bandoneon.in_range(above=0, unit="seconds", optional=True),
+}
+
 Status = Literal["passed", "failed", "errored"]
 
 
@@ -156,12 +163,8 @@ async def run_eval(
     """
     from .report import Report
 
-    if repeats < 1:
-        raise bandoneon.ConfigError(f"repeats must be at least 1, got {repeats}")
-    if concurrency < 1:
-        raise bandoneon.ConfigError(f"concurrency must be at least 1, got {concurrency}")
-    if timeout is not None and timeout <= 0:
-        raise bandoneon.ConfigError(f"timeout must be a positive number of seconds, got {timeout}")
+    for option, value in (("repeats", repeats), ("concurrency", concurrency), ("timeout", timeout)):
+        RANGES[option].check(option, value, owner="eval")
     if not scorers:
         raise bandoneon.ConfigError("an eval needs at least one scorer")
     cases = load_dataset(dataset)

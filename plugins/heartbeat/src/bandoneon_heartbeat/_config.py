@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
+from typing import ClassVar
 
 import attrs
 
 import bandoneon
 
-from ._heartbeat import Heartbeat
+from ._heartbeat import RANGES, Heartbeat
 from bandoneon import import_object
 
 __all__ = ["HeartbeatConfig", "heartbeat_from_config", "load_heartbeat_config"]
@@ -24,16 +25,18 @@ __all__ = ["HeartbeatConfig", "heartbeat_from_config", "load_heartbeat_config"]
 class HeartbeatConfig:
     """What a heartbeat TOML file may say; every other key is an error."""
 
+    name: ClassVar[str] = "heartbeat"
+
     check_prompt: str
-    interval: float
+    interval: float = attrs.field(validator=RANGES["interval"])
     model: str | None = None
     system_prompt: str = ""
     tools: list[str] = attrs.field(factory=list)
     local_condition: str | None = None
-    max_ticks: int | None = None
-    timeout: float | None = None
-    run_timeout: float | None = None
-    max_turns: int | None = None
+    max_ticks: int | None = attrs.field(default=None, validator=RANGES["max_ticks"])
+    timeout: float | None = attrs.field(default=None, validator=RANGES["timeout"])
+    run_timeout: float | None = attrs.field(default=None, validator=RANGES["run_timeout"])
+    max_turns: int | None = attrs.field(default=None, validator=RANGES["max_turns"])
     fresh_session: bool = True
     state_file: str | None = None
     source: str = attrs.field(default="", eq=False)
@@ -54,7 +57,7 @@ def load_heartbeat_config(path: str | os.PathLike[str]) -> HeartbeatConfig:
     try:
         config = bandoneon.structure(data, HeartbeatConfig)
     except bandoneon.StructureError as exc:
-        raise bandoneon.ConfigError(f"{file}: {' '.join(exc.problems)}") from None
+        raise bandoneon.ConfigError(f"{file}: {' '.join(p.removeprefix('heartbeat: ') for p in exc.problems)}") from None
     return attrs.evolve(config, source=str(file))
 
 

@@ -101,9 +101,14 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _positive(name: str, value: float | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
-        raise bandoneon.ConfigError(f"heartbeat {name} must be a positive number of seconds, got {value!r}")
+#: The range of each numeric option (also checked on the TOML file, which names its path).
+RANGES = {
+    "interval": bandoneon.in_range(above=0, unit="seconds"),
+    "timeout": bandoneon.in_range(above=0, unit="seconds", optional=True),
+    "run_timeout": bandoneon.in_range(above=0, unit="seconds", optional=True),
+    "max_ticks": bandoneon.in_range(at_least=1, integer=True, optional=True),
+    "max_turns": bandoneon.in_range(at_least=1, integer=True, optional=True),
+}
 
 
 class Heartbeat:
@@ -125,11 +130,8 @@ class Heartbeat:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ):
-        _positive("interval", interval)
-        _positive("timeout", timeout)
-        _positive("run_timeout", run_timeout)
-        if max_ticks is not None and (isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1):
-            raise bandoneon.ConfigError(f"heartbeat max_ticks must be an integer of at least 1, got {max_ticks!r}")
+        for option, value in (("interval", interval), ("timeout", timeout), ("run_timeout", run_timeout), ("max_ticks", max_ticks)):
+            RANGES[option].check(option, value, owner="heartbeat")
         if not isinstance(check_prompt, str) or not check_prompt.strip():
             raise bandoneon.ConfigError("heartbeat check_prompt is empty: write what the agent should do when it wakes")
         self.agent = agent

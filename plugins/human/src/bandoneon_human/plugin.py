@@ -41,14 +41,6 @@ ASK_DESCRIPTION = (
 )
 
 
-def _positive_or_none(name: str):
-    def check(_: Any, __: Any, value: float | None) -> None:
-        if value is not None and value < 0:
-            raise bandoneon.ConfigError(f"human: {name!r} must be a number of seconds >= 0 or None, got {value}")
-
-    return check
-
-
 @attrs.define
 class Human(bandoneon.Plugin):
     """A person in the loop. ``agent.steer(text)`` corrects a run from any thread or task.
@@ -66,10 +58,10 @@ class Human(bandoneon.Plugin):
 
     channel: Channel = attrs.field(default="terminal", converter=as_channel)
     approve: list[str] = attrs.Factory(list)
-    timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none("timeout"))
+    timeout: float | None = attrs.field(default=300.0, validator=bandoneon.in_range(at_least=0, unit="seconds", optional=True))
     ask_tool: str | None = "ask_human"
     ask_description: str = ASK_DESCRIPTION
-    ask_timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none("ask_timeout"))
+    ask_timeout: float | None = attrs.field(default=300.0, validator=bandoneon.in_range(at_least=0, unit="seconds", optional=True))
     ask_default: str = "Go on with the safest choice, or stop and say what you need to know."
     audit_log: str | None = None
     pause_file: str | None = None

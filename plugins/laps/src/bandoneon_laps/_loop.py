@@ -25,6 +25,9 @@ from bandoneon import write_atomically
 
 __all__ = ["GoalResult", "LapRecord", "run_goal_loop", "run_goal_loop_sync"]
 
+#: The fuse: how many laps may run, counted across restarts.
+MAX_LAPS = bandoneon.in_range(at_least=1, integer=True)
+
 log = logging.getLogger("bandoneon.laps")
 
 STATE_VERSION = 1
@@ -157,8 +160,7 @@ async def run_goal_loop(
     """
     if not isinstance(goal, str) or not goal.strip():
         raise bandoneon.ConfigError("the goal is empty: write what the laps should achieve")
-    if isinstance(max_laps, bool) or not isinstance(max_laps, int) or max_laps < 1:
-        raise bandoneon.ConfigError(f"max_laps must be an integer of at least 1, got {max_laps!r}")
+    MAX_LAPS.check("max_laps", max_laps, owner="laps")
     if not callable(make_agent) or not callable(is_done):
         raise bandoneon.ConfigError("make_agent and is_done must be callables")
     store = _StateFile(Path(state_file) if state_file is not None else None)

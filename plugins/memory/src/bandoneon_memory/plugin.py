@@ -40,16 +40,6 @@ log = logging.getLogger("bandoneon.memory")
 KINDS = ("embedder", "store")
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if value < 1:
-        raise bandoneon.ConfigError(f"memory: {attribute.name} must be at least 1, got {value}")
-
-
-def _unit(instance: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not -1.0 <= value <= 1.0:
-        raise bandoneon.ConfigError(f"memory: {attribute.name} is a cosine similarity between -1 and 1, got {value}")
-
-
 def _scope_option(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
     if value is not None:
         check_scope(value)
@@ -74,9 +64,10 @@ class Memory(bandoneon.Plugin):
     path: str | None = None
     embedder: Any = None
     store: Any = None
-    top_k: int = attrs.field(default=3, validator=_positive)
-    min_score: float = attrs.field(default=0.2, validator=_unit)
-    max_note_chars: int = attrs.field(default=500, validator=_positive)
+    top_k: int = attrs.field(default=3, validator=bandoneon.in_range(at_least=1, integer=True))
+    #: A cosine similarity.
+    min_score: float = attrs.field(default=0.2, validator=bandoneon.in_range(at_least=-1, at_most=1))
+    max_note_chars: int = attrs.field(default=500, validator=bandoneon.in_range(at_least=1, integer=True))
 
     _embedder: Embedder | None = attrs.field(default=None, init=False, repr=False)
     _store: MemoryStore | None = attrs.field(default=None, init=False, repr=False)

@@ -24,6 +24,9 @@ import bandoneon
 
 __all__ = ["Escalation", "ReflectResult", "critic", "reflect", "reflect_sync"]
 
+#: Review-and-fix rounds after the first answer (0: review only).
+MAX_ROUNDS = bandoneon.in_range(at_least=0, integer=True)
+
 Review = Callable[[bandoneon.RunResult], Iterable[str] | str | None | Awaitable[Iterable[str] | str | None]]
 
 FIX_PROMPT = "Review found: {findings}. Fix it."
@@ -105,8 +108,7 @@ async def reflect(
     :param max_escalations: how many times a person is asked at most (each correction that
         still leaves findings open asks again).
     """
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
-        raise bandoneon.ConfigError(f"max_rounds must be an integer of at least 0, got {max_rounds!r}")
+    MAX_ROUNDS.check("max_rounds", max_rounds, owner="reflect")
     if "{findings}" not in fix_prompt:
         raise bandoneon.ConfigError("fix_prompt must contain {findings}, or the agent never hears what is wrong")
     if isinstance(max_escalations, bool) or not isinstance(max_escalations, int) or max_escalations < 1:

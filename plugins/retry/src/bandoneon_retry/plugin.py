@@ -50,24 +50,19 @@ class Backoff(bandoneon.Plugin):
     name: ClassVar[str] = "retry"
     is_default: ClassVar[bool] = True
 
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    deadline: float | None = 120.0
+    #: Counts the first call too.
+    max_attempts: int = attrs.field(default=5, validator=bandoneon.in_range(at_least=1, integer=True))
+    base_delay: float = attrs.field(default=0.5, validator=bandoneon.in_range(at_least=0, unit="seconds"))
+    max_delay: float = attrs.field(default=30.0, validator=bandoneon.in_range(at_least=0, unit="seconds"))
+    deadline: float | None = attrs.field(default=120.0, validator=bandoneon.in_range(above=0, unit="seconds", optional=True))
     seed: int | None = None
     fallback: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     random: Callable[[], float] = attrs.field(init=False, repr=False)
     clock: Callable[[], float] = attrs.field(init=False, repr=False, default=time.monotonic)
 
     def __attrs_post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise bandoneon.ConfigError(f"retry: max_attempts counts the first call too, so it must be at least 1, got {self.max_attempts}")
-        if self.base_delay < 0:
-            raise bandoneon.ConfigError(f"retry: base_delay must be 0 or more seconds, got {self.base_delay}")
         if self.max_delay < self.base_delay:
             raise bandoneon.ConfigError(f"retry: max_delay ({self.max_delay}) must be at least base_delay ({self.base_delay})")
-        if self.deadline is not None and not self.deadline > 0:
-            raise bandoneon.ConfigError(f"retry: deadline must be a positive number of seconds, got {self.deadline} (leave it unset for none)")
         if not all(isinstance(model, str) and ":" in model for model in self.fallback):
             raise bandoneon.ConfigError(f"retry: fallback must list model strings such as 'ollama:llama3.1', got {self.fallback!r}")
         # Seeding a generator reads the OS's entropy: only a seeded instance gets its own.

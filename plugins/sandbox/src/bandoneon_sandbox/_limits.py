@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import ClassVar
 
 import attrs
 
 import bandoneon
 
-__all__ = ["INSTALL_HINT", "Limits", "SandboxUnavailable", "resolve_mount"]
+__all__ = ["INSTALL_HINT", "RANGES", "Limits", "SandboxUnavailable", "resolve_mount"]
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)"
 
@@ -29,9 +30,16 @@ class SandboxUnavailable(bandoneon.ToolError):
     """
 
 
-def _positive(instance: object, attribute: attrs.Attribute, value: float) -> None:
-    if value <= 0:
-        raise bandoneon.ConfigError(f"sandbox option {attribute.name} must be positive, got {value!r}")
+#: The range of each limit. Below ~64 MiB of address space the interpreter itself cannot
+#: start (every run would fail with a MemoryError that looks like the code's fault); a box
+#: needs two processes, its init and the program.
+RANGES = {
+    "timeout": bandoneon.in_range(above=0, unit="seconds"),
+    "memory_mb": bandoneon.in_range(at_least=64, unit="MiB", integer=True),
+    "max_processes": bandoneon.in_range(at_least=2, integer=True),
+    "max_output_bytes": bandoneon.in_range(at_least=1, integer=True),
+    "tmp_mb": bandoneon.in_range(at_least=1, unit="MiB", integer=True),
+}
 
 
 @attrs.frozen
@@ -44,19 +52,13 @@ class Limits:
     ``tmp_mb`` (size of the box's scratch /tmp).
     """
 
-    timeout: float = attrs.field(default=10.0, validator=_positive)
-    memory_mb: int = attrs.field(default=256, validator=_positive)
-    max_processes: int = attrs.field(default=32, validator=_positive)
-    max_output_bytes: int = attrs.field(default=16_000, validator=_positive)
-    tmp_mb: int = attrs.field(default=64, validator=_positive)
+    name: ClassVar[str] = "sandbox"
 
-    def __attrs_post_init__(self) -> None:
-        # Below ~64 MiB of address space the interpreter itself cannot start, and every run
-        # would fail with a MemoryError that looks like the code's fault.
-        if self.memory_mb < 64:
-            raise bandoneon.ConfigError(f"sandbox option memory_mb must be at least 64 (Python needs that to start), got {self.memory_mb}")
-        if self.max_processes < 2:
-            raise bandoneon.ConfigError(f"sandbox option max_processes must be at least 2 (the box's init and the program), got {self.max_processes}")
+    timeout: float = attrs.field(default=10.0, validator=RANGES["timeout"])
+    memory_mb: int = attrs.field(default=256, validator=RANGES["memory_mb"])
+    max_processes: int = attrs.field(default=32, validator=RANGES["max_processes"])
+    max_output_bytes: int = attrs.field(default=16_000, validator=RANGES["max_output_bytes"])
+    tmp_mb: int = attrs.field(default=64, validator=RANGES["tmp_mb"])
 
 
 def resolve_mount(mount: str | os.PathLike[str] | None, mount_at: str) -> tuple[Path | None, str]:

@@ -10,7 +10,7 @@ import attrs
 
 import bandoneon
 
-from ._limits import INSTALL_HINT
+from ._limits import INSTALL_HINT, RANGES
 from ._tool import run_code_tool
 
 __all__ = ["Sandbox"]
@@ -27,11 +27,11 @@ class Sandbox(bandoneon.Plugin):
 
     name: ClassVar[str] = "sandbox"
 
-    timeout: float = 10.0
-    memory_mb: int = 256
-    max_processes: int = 32
-    max_output_bytes: int = 16_000
-    tmp_mb: int = 64
+    timeout: float = attrs.field(default=10.0, validator=RANGES["timeout"])
+    memory_mb: int = attrs.field(default=256, validator=RANGES["memory_mb"])
+    max_processes: int = attrs.field(default=32, validator=RANGES["max_processes"])
+    max_output_bytes: int = attrs.field(default=16_000, validator=RANGES["max_output_bytes"])
+    tmp_mb: int = attrs.field(default=64, validator=RANGES["tmp_mb"])
     mount: str | None = None
     mount_at: str = "/data"
     bwrap_path: str = "bwrap"

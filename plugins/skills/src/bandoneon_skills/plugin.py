@@ -75,7 +75,7 @@ class Skills(bandoneon.Plugin):
     packs: list[str] | None = None
     strict: bool = True
     always_allowed: list[str] = attrs.field(factory=list)
-    max_file_chars: int = attrs.field(default=20_000, validator=attrs.validators.gt(0))
+    max_file_chars: int = attrs.field(default=20_000, validator=bandoneon.in_range(at_least=1, integer=True))
     _libraries: WeakKeyDictionary[Any, Library] = attrs.field(factory=WeakKeyDictionary, init=False, repr=False)
     _rendered: _RenderCache = attrs.field(factory=lambda: _RenderCache(), init=False, repr=False)
 

@@ -44,11 +44,6 @@ class _RunState:
     warned_unpriced: bool = False
 
 
-def _positive(name: str, value: float | None) -> None:
-    if value is not None and not value > 0:
-        raise bandoneon.ConfigError(f"stop: {name} must be a positive number, got {value!r} (leave it unset for no limit)")
-
-
 @attrs.define
 class StopRules(bandoneon.Plugin):
     """Ends a run on a terminal tool, an error streak, a budget or a model repeating itself;
@@ -64,22 +59,19 @@ class StopRules(bandoneon.Plugin):
     is_default: ClassVar[bool] = True
 
     stop_on: tuple[str, ...] = ()
-    max_errors_in_a_row: int | None = None
-    no_progress_after: int = 3
-    max_tokens: int | None = None
-    max_cost: float | None = None
+    max_errors_in_a_row: int | None = attrs.field(default=None, validator=bandoneon.in_range(at_least=1, integer=True, optional=True))
+    #: 0 switches the no-progress watchdog off.
+    no_progress_after: int = attrs.field(default=3, validator=bandoneon.in_range(at_least=0, integer=True))
+    max_tokens: int | None = attrs.field(default=None, validator=bandoneon.in_range(at_least=1, integer=True, optional=True))
+    max_cost: float | None = attrs.field(default=None, validator=bandoneon.in_range(above=0, optional=True))
     price_per_million_tokens: tuple[float, float] | None = None
-    max_seconds: float | None = None
+    max_seconds: float | None = attrs.field(default=None, validator=bandoneon.in_range(above=0, unit="seconds", optional=True))
     wrap_up_on: tuple[str, ...] = ()
     wrap_up_text: str = DEFAULT_WRAP_UP_TEXT
     permission_to_give_up: bool = False
     give_up_text: str = DEFAULT_GIVE_UP_TEXT
 
     def __attrs_post_init__(self) -> None:
-        for option in ("max_errors_in_a_row", "max_tokens", "max_cost", "max_seconds"):
-            _positive(option, getattr(self, option))
-        if isinstance(self.no_progress_after, bool) or not isinstance(self.no_progress_after, int) or self.no_progress_after < 0:
-            raise bandoneon.ConfigError(f"stop: no_progress_after must be a whole number, 0 to switch the watchdog off, got {self.no_progress_after!r}")
         if self.price_per_million_tokens is not None and any(p < 0 for p in self.price_per_million_tokens):
             raise bandoneon.ConfigError(f"stop: price_per_million_tokens must not be negative, got {self.price_per_million_tokens!r}")
         if not all(isinstance(name, str) and name for name in self.stop_on):

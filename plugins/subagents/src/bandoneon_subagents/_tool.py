@@ -22,6 +22,13 @@ from ._events import SubagentEvent
 
 __all__ = ["DEFAULT_MAX_DEPTH", "subagent"]
 
+#: The range of each numeric option of a subagent (in code and in ``[plugins.subagents]``).
+RANGES = {
+    "max_turns": bandoneon.in_range(at_least=1, integer=True),
+    "max_depth": bandoneon.in_range(at_least=1, integer=True),
+    "run_timeout": bandoneon.in_range(above=0, unit="seconds", optional=True),
+}
+
 #: How deep subagents may nest unless told otherwise: a parent's subagents may not start
 #: subagents of their own. Each level multiplies the calls, and a failure deep down
 #: arrives as one confusing line (level 15, "What to watch").
@@ -184,12 +191,8 @@ def subagent(
         raise bandoneon.ConfigError(f"subagent name {name!r} must be 1-64 letters, digits, '_' or '-', starting with a letter or '_'")
     if not description or not description.strip():
         raise bandoneon.ConfigError(f"subagent {name!r} needs a description: it is how the parent model knows when to call it")
-    if max_turns < 1:
-        raise bandoneon.ConfigError(f"subagent {name!r}: max_turns must be at least 1, got {max_turns}")
-    if max_depth < 1:
-        raise bandoneon.ConfigError(f"subagent {name!r}: max_depth must be at least 1, got {max_depth}")
-    if run_timeout is not None and run_timeout <= 0:
-        raise bandoneon.ConfigError(f"subagent {name!r}: run_timeout must be a positive number of seconds, got {run_timeout}")
+    for option, value in (("max_turns", max_turns), ("max_depth", max_depth), ("run_timeout", run_timeout)):
+        RANGES[option].check(option, value, owner=f"subagent {name!r}")
     recipe = _Subagent(
         name=name,
         model=model,

@@ -13,7 +13,7 @@ import attrs
 import bandoneon
 
 from bandoneon import import_object
-from ._tool import DEFAULT_MAX_DEPTH, subagent
+from ._tool import DEFAULT_MAX_DEPTH, RANGES, subagent
 
 __all__ = ["SubagentSpec", "Subagents"]
 
@@ -22,14 +22,16 @@ __all__ = ["SubagentSpec", "Subagents"]
 class SubagentSpec:
     """One subagent as a configuration file describes it (see ``subagent`` for each field)."""
 
+    name: ClassVar[str] = "subagent"
+
     description: str
     system_prompt: str = ""
     model: str | None = None
     tools: list[str] = attrs.field(factory=list)
     plugins: list[str] | None = None
-    max_turns: int = 10
-    max_depth: int = DEFAULT_MAX_DEPTH
-    run_timeout: float | None = None
+    max_turns: int = attrs.field(default=10, validator=RANGES["max_turns"])
+    max_depth: int = attrs.field(default=DEFAULT_MAX_DEPTH, validator=RANGES["max_depth"])
+    run_timeout: float | None = attrs.field(default=None, validator=RANGES["run_timeout"])
 
 
 def _specs(agents: dict[str, SubagentSpec | dict[str, Any]]) -> dict[str, SubagentSpec]:

@@ -36,7 +36,7 @@ class Tracing(bandoneon.Plugin):
     redact: list[str] = attrs.field(factory=list)
     prices: dict[str, dict[str, float]] = attrs.field(factory=dict)
     capture_content: bool = True
-    keep_traces: int = 100
+    keep_traces: int = attrs.field(default=100, validator=bandoneon.in_range(at_least=0, integer=True))
     exporters: list[Any] = attrs.field(factory=list)
 
     memory: InMemoryExporter = attrs.field(init=False)
@@ -44,8 +44,6 @@ class Tracing(bandoneon.Plugin):
     _sinks: list[Any] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.keep_traces < 0:
-            raise bandoneon.ConfigError(f"tracing: keep_traces must be 0 or more, got {self.keep_traces}")
         for exporter in self.exporters:
             if not callable(getattr(exporter, "export", None)):
                 raise bandoneon.ConfigError(f"tracing: exporter {exporter!r} has no export(spans) method")
