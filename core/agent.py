@@ -24,6 +24,7 @@ from .output import OutputMode, OutputSpec, output_spec
 from .parts import Part, Prompt, part_kinds, split_prompt
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
+from .providers.windows import known_window
 from .result import OutputT, RunResult
 from .tools import Tool, tool
 
@@ -189,6 +190,8 @@ class Agent(Generic[DepsT, OutputT]):
         base_url = self.config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
         if self.config.api_key_env:
             options["api_key"] = os.environ.get(self.config.api_key_env)
+            if not options["api_key"]:
+                raise ConfigError(f"{self.config.source}: api_key_env names {self.config.api_key_env}, which is not set in the environment")
         if model is not None:
             return model, options
         chosen = self.config.model or os.environ.get("BANDONEON_MODEL")
@@ -237,11 +240,15 @@ class Agent(Generic[DepsT, OutputT]):
         return found
 
     async def context_window(self) -> int | None:
-        """The model's window in tokens: configured, or learned from the server once; never assumed."""
+        """The model's window in tokens: configured; for a hosted model, from the dated table of
+        known windows (``[context_windows]`` in ``bandoneon.toml`` overrides it); else learned
+        from the server once. Never assumed."""
         if self._configured_window:
             return self._configured_window
         if not self._window_known:
-            self._learned_window = await self.provider.context_window()
+            name, model = getattr(self.provider, "name", ""), getattr(self.provider, "model", "")
+            known = known_window(name, model, self.config.context_windows) if isinstance(name, str) and isinstance(model, str) else None
+            self._learned_window = known or await self.provider.context_window()
             self._window_known = True
         return self._learned_window
 

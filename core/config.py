@@ -36,6 +36,13 @@ OPTION_RANGES: dict[str, Range] = {
 }
 
 
+def _windows(instance: Any, attribute: attrs.Attribute, value: dict[str, int] | None) -> None:
+    for model, window in (value or {}).items():
+        if ":" not in model:
+            raise ConfigError(f"context_windows: key {model!r} must be 'PROVIDER:MODEL', like 'openai:gpt-4o'")
+        OPTION_RANGES["context_window"].check(f"context_windows[{model!r}]", window)
+
+
 @attrs.frozen
 class Config:
     """What ``bandoneon.toml`` may say. Arguments to ``Agent`` always win over it."""
@@ -48,6 +55,9 @@ class Config:
     max_turns: int | None = attrs.field(default=None, validator=OPTION_RANGES["max_turns"])
     run_timeout: float | None = attrs.field(default=None, validator=OPTION_RANGES["run_timeout"])
     tool_timeout: float | None = attrs.field(default=None, validator=OPTION_RANGES["tool_timeout"])
+    #: ``"PROVIDER:MODEL" = tokens``: windows of hosted models the built-in table lacks or gets
+    #: wrong (see ``bandoneon.providers.windows``).
+    context_windows: dict[str, int] | None = attrs.field(default=None, validator=_windows)
     plugins: dict[str, dict[str, Any]] | None = None
     source: str = attrs.field(default="arguments", eq=False)
 

@@ -143,7 +143,7 @@ def read_json(content: bytes, provider: str, limits: JsonLimits = DEFAULT_JSON_L
 
 def classify_status(status: int, headers: Any, text: str, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> ProviderError:
     """The typed error for an HTTP error status, with the server's own message when it sent one."""
-    detail = _error_message(text, limits)
+    detail = _error_message(text, headers.get("content-type"), limits)
     message = f"{provider}: HTTP {status}" + (f": {detail}" if detail else "")
     retry_after = parse_retry_after(headers.get("retry-after"))
     if status == 429:
@@ -157,11 +157,15 @@ def classify_status(status: int, headers: Any, text: str, provider: str, limits:
     return BadRequest(message, status=status, provider=provider)
 
 
-def _error_message(text: str, limits: JsonLimits) -> str:
+def _error_message(text: str, content_type: str | None, limits: JsonLimits) -> str:
     try:
         data = loads_bounded(text, limits)
     except ValueError:
-        return text.strip()[:200]
+        # An HTML error page from a proxy, a plain-text 404: one line, never the whole page.
+        if not text.strip():
+            return ""
+        start = " ".join(text.split())[:80]
+        return f"{(content_type or 'no content type').split(';')[0]} body {start!r}"
     error = data.get("error", data) if isinstance(data, dict) else data
     if isinstance(error, dict):
         return str(error.get("message") or error.get("type") or "")[:300]

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from ..errors import (
+    BadRequest,
     BadResponse,
     ConfigError,
     NetworkError,
@@ -95,6 +96,20 @@ class OpenAICompatible:
     # ---------------------------------------------------------------- the call
 
     async def complete(self, request: ModelRequest, *, on_delta: DeltaCallback | None = None) -> ModelReply:
+        try:
+            return await self._complete(request, on_delta)
+        except BadRequest as exc:
+            if exc.status == 404 and not self.base_url.endswith("/v1"):
+                # The most common wrong address: the server's root instead of its API prefix.
+                raise BadRequest(
+                    f"{exc} ({self.base_url}/chat/completions does not exist; OpenAI-compatible servers usually "
+                    f"serve under /v1: try {self.base_url}/v1)",
+                    status=404,
+                    provider=self.name,
+                ) from None
+            raise
+
+    async def _complete(self, request: ModelRequest, on_delta: DeltaCallback | None) -> ModelReply:
         body = self.request_body(request)
         if on_delta is None:
             return parse_completion(await self._http.post_json("/chat/completions", body), self.name, self.model, think_tags=self.wire.think_tags)
@@ -189,6 +204,9 @@ def _named_server(default_url: str, name: str, key_env: str | None = None, wire:
         options.setdefault("wire", wire)
         if key_env and "api_key" not in options:
             options["api_key"] = os.environ.get(key_env) or os.environ.get("BANDONEON_API_KEY")
+        if key_env and not options.get("api_key") and options["base_url"].rstrip("/") == default_url:
+            # The hosted service always needs one: say so now, not as an HTTP 401 after the request.
+            raise ConfigError(f"{name}: no API key; set {key_env} (or BANDONEON_API_KEY), or pass api_key=...")
         return OpenAICompatible(model or "default", name=name, **options)
 
     return factory

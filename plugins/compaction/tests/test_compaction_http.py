@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import bandoneon
 import pytest
@@ -48,3 +49,22 @@ def test_a_server_that_does_not_say_its_window_gets_the_whole_history_and_a_warn
         ask_three(mock_llm, agent)
     last = chat_bodies(mock_llm)[-1]["messages"]
     assert all(m["content"].startswith("Order ") for m in last if m["role"] == "tool")
+
+
+def test_the_unknown_window_warning_is_said_once_per_process_not_once_per_agent(mock_llm):
+    with pytest.warns(WindowUnknownWarning) as caught:
+        for _ in range(3):
+            mock_llm.add(Reply(text="ok"))
+            agent = bandoneon.Agent(f"openai-compatible:bikes@{mock_llm.base_url}", plugins=[Compaction()], context_files=False)
+            assert agent.run_sync("hi").ok
+    assert len([w for w in caught if issubclass(w.category, WindowUnknownWarning)]) == 1
+
+
+def test_no_unknown_window_warning_for_a_hosted_model_the_table_knows(mock_llm, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    mock_llm.add(Reply(text="ok"))
+    agent = bandoneon.Agent(f"openai:gpt-4o-mini@{mock_llm.base_url}", plugins=[Compaction()], context_files=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WindowUnknownWarning)
+        assert agent.run_sync("hi").ok
+    assert [r.path for r in mock_llm.requests] == ["/v1/chat/completions"]

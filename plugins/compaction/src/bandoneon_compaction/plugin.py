@@ -31,15 +31,21 @@ class WindowUnknownWarning(UserWarning):
     """Compaction is off for an agent because nobody knows its model's context window."""
 
 
-# slots=False: the counter and the warned-once flag are plain attributes, not options, so they
-# stay out of the option list a config error shows.
+#: Said once per process at most: a script that builds an agent per request, or a test suite,
+#: would otherwise repeat it for every agent (the first one says all there is to say).
+_unknown_window_warned = False
+
+
+# slots=False: the counter is a plain attribute, not an option, so it stays out of the option
+# list a config error shows.
 @attrs.define(slots=False)
 class Compaction(bandoneon.Plugin):
     """Keep each request under ``threshold × window`` tokens, oldest parts first.
 
     The window is the model's (``Agent(context_window=...)``, ``bandoneon.toml`` or what the
     server reports); ``window`` here sets a smaller budget (the smaller of the two wins).
-    With no window at all, the plugin does nothing and warns once: it never guesses one.
+    With no window at all, the plugin does nothing and warns (once per process): it never
+    guesses one.
     """
 
     name: ClassVar[str] = "compaction"
@@ -56,7 +62,6 @@ class Compaction(bandoneon.Plugin):
 
     def __attrs_post_init__(self) -> None:
         self._counter: TokenCount = resolve_counter(self.count_tokens)
-        self._warned_unknown = False
         # The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).
         self._tool_sizes: tuple[Any, int] | None = None
 
@@ -131,9 +136,10 @@ class Compaction(bandoneon.Plugin):
         return bandoneon.Message.assistant(summary.content[: 4 * self.summary_tokens] + " [...]")
 
     def _warn_unknown(self, run: bandoneon.RunContext) -> None:
-        if self._warned_unknown:
+        global _unknown_window_warned
+        if _unknown_window_warned:
             return
-        self._warned_unknown = True
+        _unknown_window_warned = True
         model = getattr(run.provider, "model", None) or getattr(run.provider, "name", "this model")
         warnings.warn(
             f"compaction is off for agent {run.agent.name!r}: the context window of {model!r} is unknown. "
