@@ -290,6 +290,7 @@ def test_every_named_server_speaks_to_its_url_and_sends_the_bare_model_name(mock
 def test_named_servers_default_to_their_usual_address(prefix, url, monkeypatch):
     for variable in ("BANDONEON_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the hosted service is refused without one
     assert bandoneon.resolve_model(f"{prefix}:m").base_url == url
 
 
