@@ -116,6 +116,7 @@ class Agent(Generic[DepsT, OutputT]):
             ("turn_timeout", turn_timeout),
             ("max_tool_concurrency", max_tool_concurrency),
             ("context_window", context_window),
+            ("output_retries", output_retries),
         ):
             OPTION_RANGES[option].check(option, value)
         self.max_turns = max_turns if max_turns is not None else (self.config.max_turns or 25)

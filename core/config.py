@@ -33,6 +33,7 @@ OPTION_RANGES: dict[str, Range] = {
     "tool_timeout": in_range(above=0, unit="seconds", optional=True),
     "turn_timeout": in_range(above=0, unit="seconds", optional=True),
     "max_tool_concurrency": in_range(at_least=1, integer=True, optional=True),
+    "output_retries": in_range(at_least=0, integer=True),
 }
 
 

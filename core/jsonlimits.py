@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from .ranges import in_range
+
 __all__ = ["DEFAULT_JSON_LIMITS", "JsonLimitError", "JsonLimits", "loads_bounded"]
 
 
@@ -27,18 +29,13 @@ class JsonLimitError(ValueError):
     """A JSON document is nested deeper or is larger than its limit allows."""
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
-
-
 @attrs.frozen
 class JsonLimits:
     """How deep (``max_depth`` levels of arrays and objects) and how large (``max_bytes``, in
     characters for text) one JSON document from outside may be."""
 
-    max_depth: int = attrs.field(default=100, validator=_positive)
-    max_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=_positive)
+    max_depth: int = attrs.field(default=100, validator=in_range(at_least=1, integer=True))
+    max_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=in_range(at_least=1, integer=True))
 
 
 DEFAULT_JSON_LIMITS = JsonLimits()
