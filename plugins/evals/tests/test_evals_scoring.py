@@ -289,5 +289,5 @@ async def test_reports_render_as_table_json_markdown_and_html(tmp_path):
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["totals"]["pass_rate"] == 0.5 and data["cases"][1]["runs"][0]["status"] == "failed"
     assert "| hole-2 | 0% |" in report.markdown() and "missing" in report.markdown()
-    assert "<table>" in report.html()
+    assert "<table class='cases'>" in report.html()
     assert isinstance(report, Report)

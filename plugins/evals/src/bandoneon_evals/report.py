@@ -158,11 +158,24 @@ class Report:
         lines.insert(len(lines) - 1, "  ".join("-" * w for w in widths))
         summary = f"pass rate {self.pass_rate:.0%} ({t['passed']} passed, {t['failed']} failed, {t['errored']} errored of {t['runs']} runs)"
         problems = [f"  {r.case_id}#{r.repeat}: {r.error}" for r in self.runs if r.error]
-        return "\n".join([f"eval {self.name}", *lines, summary, *(["errors:", *problems] if problems else [])]) + "\n"
+        return "\n".join([self.title, *lines, summary, *(["errors:", *problems] if problems else [])]) + "\n"
+
+    @property
+    def title(self) -> str:
+        """``eval NAME``, or just ``eval`` for an eval that was not named (never "eval eval")."""
+        return "eval" if self.name in ("", "eval") else f"eval {self.name}"
+
+    def not_passed(self) -> list[tuple[CaseRun, str]]:
+        """Each run that did not pass, with why: its error, or each failing scorer's detail."""
+        return [
+            (r, r.error or "; ".join(f"{s.scorer}: {s.detail}" for s in r.scores if not s.passed))
+            for r in self.runs
+            if r.status != "passed"
+        ]
 
     def markdown(self) -> str:
         scorer_names = list(self.by_scorer)
-        lines = [f"# Eval {self.name}", "", f"**Pass rate {self.pass_rate:.0%}** over {len(self.runs)} runs ({self.repeats} per case).", ""]
+        lines = [f"# {self.title.capitalize()}", "", f"**Pass rate {self.pass_rate:.0%}** over {_runs(len(self.runs))} ({self.repeats} per case).", ""]
         lines.append("| case | pass rate | " + " | ".join(scorer_names) + " | tokens | cost | latency |")
         lines.append("|---" * (len(scorer_names) + 5) + "|")
         for s in self.cases:
@@ -170,28 +183,54 @@ class Report:
                 f"| {s.case_id} | {s.pass_rate:.0%} | " + " | ".join(_scorer_cell(s, n) for n in scorer_names)
                 + f" | {s.input_tokens + s.output_tokens} | {_money(s.cost)} | {s.mean_latency * 1000:.0f} ms |"
             )
-        failures = [r for r in self.runs if r.status != "passed"]
+        failures = self.not_passed()
         if failures:
             lines += ["", "## Not passed", ""]
-            for r in failures:
-                why = r.error or "; ".join(f"{s.scorer}: {s.detail}" for s in r.scores if not s.passed)
+            for r, why in failures:
                 lines.append(f"- `{r.case_id}` run {r.repeat}: {r.status} — {why}")
+                if r.output:
+                    lines.append("  > " + r.output.strip().replace("\n", "\n  > "))
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
+        """One self-contained page (inline CSS, nothing fetched): the scorecard, then each run
+        that did not pass with why and what it answered. Readable on a phone."""
+        e = html.escape
         scorer_names = list(self.by_scorer)
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in ["case", "pass rate", *scorer_names, "tokens", "cost", "latency"])
+        head = "".join(f"<th>{e(h)}</th>" for h in ["case", "pass rate", *scorer_names, "tokens", "cost", "latency"])
         body = []
         for s in self.cases:
-            colour = "#dcfce7" if s.pass_rate == 1 else "#fee2e2" if s.pass_rate == 0 else "#fef9c3"
+            verdict = "pass" if s.pass_rate == 1 else "fail" if s.pass_rate == 0 else "mixed"
             cells = [s.case_id, f"{s.pass_rate:.0%}", *[_scorer_cell(s, n) for n in scorer_names], str(s.input_tokens + s.output_tokens), _money(s.cost), f"{s.mean_latency * 1000:.0f} ms"]
-            body.append(f"<tr style='background:{colour}'>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+            body.append(f"<tr class='{verdict}'>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
+        failures = []
+        for r, why in self.not_passed():
+            answer = f"<blockquote>{e(r.output.strip())}</blockquote>" if r.output.strip() else "<p class='none'>(no answer)</p>"
+            failures.append(f"<li><b>{e(r.case_id)}</b> run {r.repeat}: {e(r.status)} — {e(why)}{answer}</li>")
+        t = self.totals
+        not_passed = f"<section class='not-passed'><h2>Not passed</h2><ul>{''.join(failures)}</ul></section>" if failures else ""
         return (
-            "<!doctype html><html><head><meta charset='utf-8'><title>eval</title><style>"
-            "body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}"
-            f"</style></head><body><h1>Eval {html.escape(self.name)}</h1><p><b>Pass rate {self.pass_rate:.0%}</b> over {len(self.runs)} runs.</p>"
-            f"<table><tr>{head}</tr>{''.join(body)}</table></body></html>"
+            "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{e(self.title)}</title><style>{_CSS}</style></head><body>"
+            f"<header><h1>{e(self.title.capitalize())}</h1><p><b>Pass rate {self.pass_rate:.0%}</b> over {_runs(t['runs'])} "
+            f"({self.repeats} per case): {t['passed']} passed, {t['failed']} failed, {t['errored']} errored.</p></header>"
+            f"<div class='scroll'><table class='cases'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+            f"{not_passed}</body></html>"
         )
+
+
+_CSS = (
+    "body{font:14px system-ui,sans-serif;margin:1.5em;color:#111}h1{font-size:20px}h2{font-size:16px;margin-top:1.5em}"
+    ".scroll{overflow-x:auto}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;white-space:nowrap}"
+    "tr.pass{background:#dcfce7}tr.fail{background:#fee2e2}tr.mixed{background:#fef9c3}"
+    ".not-passed li{margin:.6em 0;overflow-wrap:anywhere}blockquote{margin:.3em 0 0 0;padding:.3em .8em;border-left:3px solid #dc2626;"
+    "background:#fafafa;white-space:pre-wrap}.none{color:#777;margin:.3em 0}"
+    "@media (max-width:700px){body{margin:.8em}}"
+)
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'s' if count != 1 else ''}"
 
 
 def _scorer_cell(summary: CaseSummary, name: str) -> str:

@@ -2,7 +2,8 @@
 
 The terminal view is a tree with start offsets, durations and a bar per span; ``--html
 OUT`` writes one self-contained page (inline CSS, no scripts, nothing fetched) with the
-waterfall: model calls blue, tools orange, errors red — the track's colours.
+waterfall: model calls blue, tools orange, errors red — the track's colours. Each row opens
+on click to show the span's error and attributes; it reads on a phone as on a desktop.
 """
 
 from __future__ import annotations
@@ -121,39 +122,72 @@ def render_text(spans: Sequence[Span]) -> str:
 
 
 _COLOURS = {"run": "#6b7280", "turn": "#9ca3af", "model": "#3b82f6", "tool": "#f59e0b"}
+_ERROR = "#dc2626"
 
 _CSS = """
-body{font:14px system-ui,sans-serif;margin:2em;color:#111}
-h2{font-size:15px;margin:1.5em 0 .5em}
-.row{display:flex;align-items:center;height:22px;border-bottom:1px solid #eee}
-.label{width:32em;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-family:monospace}
-.lane{position:relative;flex:1;height:14px;background:#fafafa}
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#111}
+h1{font-size:20px}h2{font-size:15px;margin:1.5em 0 .5em}
+.legend span{display:inline-block;padding:0 .6em;margin:0 .5em .3em 0;color:#fff;border-radius:2px}
+details{border-bottom:1px solid #eee}
+summary{display:flex;align-items:center;min-height:24px;cursor:pointer;list-style:none}
+summary::-webkit-details-marker{display:none}
+summary:hover{background:#f3f4f6}
+.label{flex:0 0 16em;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-family:monospace;line-height:1.6}
+.lane{position:relative;flex:1;height:14px;background:#fafafa;min-width:6em}
 .bar{position:absolute;top:0;height:14px;border-radius:2px;min-width:2px}
-.meta{width:22em;padding-left:1em;font-size:12px;color:#555;white-space:nowrap;overflow:hidden}
-.legend span{display:inline-block;padding:0 .6em;margin-right:.5em;color:#fff;border-radius:2px}
+.meta{flex:0 0 18em;padding-left:1em;font-size:12px;color:#555;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.error .label,.error .meta{color:#b91c1c;font-weight:600}
+.detail{margin:.3em 0 .6em 1em;font-size:12px;overflow-wrap:anywhere}
+.detail .message{color:#b91c1c;font-weight:600;white-space:pre-wrap}
+.detail dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em;margin:.3em 0}
+.detail dt{color:#555;font-family:monospace}.detail dd{margin:0;white-space:pre-wrap}
+@media (max-width:700px){
+ body{margin:.8em}
+ summary{flex-wrap:wrap}
+ .label{flex:1 1 100%}
+ .lane{flex:1 1 100%;margin:2px 0}
+ .meta{flex:1 1 100%;padding-left:0;white-space:normal}
+}
 """
 
 
+def _detail(span: Span) -> str:
+    """What a click on the row opens: the error in full, then every attribute."""
+    rows = "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))[:2000]}</dd>" for k, v in span.attributes.items())
+    message = f"<p class='message'>{html.escape(span.error or 'error')}</p>" if span.status == "error" else ""
+    return f"<div class='detail'>{message}<dl><dt>duration</dt><dd>{span.duration * 1000:.1f} ms</dd>{rows}</dl></div>"
+
+
 def render_html(spans: Sequence[Span]) -> str:
+    """One self-contained page (no scripts, nothing fetched): a waterfall per trace; each row
+    opens on click to show its error and attributes, and its bar's tooltip says the same."""
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>bandoneon trace</title>",
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>bandoneon trace</title>",
         f"<style>{_CSS}</style></head><body><h1>bandoneon trace</h1>",
-        "<p class='legend'>" + "".join(f"<span style='background:{c}'>{k}</span>" for k, c in _COLOURS.items()) + "<span style='background:#dc2626'>error</span></p>",
+        "<p class='legend'>" + "".join(f"<span style='background:{c}'>{k}</span>" for k, c in _COLOURS.items())
+        + f"<span style='background:{_ERROR}'>error</span> Click a row for its details.</p>",
     ]
     for trace in group_traces(spans):
         start = min(s.start for s in trace)
         total = max(max((s.end or s.start) for s in trace) - start, 1e-9)
-        parts.append(f"<h2>trace {html.escape(trace[0].trace_id)} · {total * 1000:.1f} ms</h2>")
+        failed = sum(s.status == "error" for s in trace)
+        parts.append(
+            f"<h2>trace {html.escape(trace[0].trace_id)} · {len(trace)} span{'s' if len(trace) != 1 else ''} · {total * 1000:.1f} ms"
+            + (f" · <span style='color:{_ERROR}'>{failed} failed</span>" if failed else "") + "</h2>"
+        )
         for depth, span in _tree(trace):
             left = (span.start - start) / total * 100
             width = max(span.duration / total * 100, 0.2)
-            colour = "#dc2626" if span.status == "error" else _COLOURS.get(span.kind, "#6b7280")
-            tip = html.escape(f"{span.name}\n{span.duration * 1000:.1f} ms\n" + "\n".join(f"{k} = {v}" for k, v in span.attributes.items())[:2000], quote=True)
+            is_error = span.status == "error"
+            colour = _ERROR if is_error else _COLOURS.get(span.kind, "#6b7280")
+            tip = f"{span.name}\n{span.duration * 1000:.1f} ms" + (f"\nERROR: {span.error}" if is_error else "")
+            tip += "\n" + "\n".join(f"{k} = {v}" for k, v in span.attributes.items())
             parts.append(
-                "<div class='row'>"
-                f"<div class='label' style='padding-left:{depth * 1.2}em'>{html.escape(span.name)}</div>"
-                f"<div class='lane'><div class='bar' title=\"{tip}\" style='left:{left:.3f}%;width:{width:.3f}%;background:{colour}'></div></div>"
-                f"<div class='meta'>{span.duration * 1000:.1f} ms {html.escape(_summary(span))}</div></div>"
+                f"<details class='span{' error' if is_error else ''}' data-kind='{html.escape(span.kind)}' data-status='{span.status}'><summary>"
+                f"<span class='label' style='padding-left:{depth * 1.2}em'>{html.escape(span.name)}</span>"
+                f"<span class='lane'><span class='bar' title=\"{html.escape(tip[:2000], quote=True)}\" style='left:{left:.3f}%;width:{width:.3f}%;background:{colour}'></span></span>"
+                f"<span class='meta'>{span.duration * 1000:.1f} ms {html.escape(_summary(span))}</span></summary>{_detail(span)}</details>"
             )
     parts.append("</body></html>")
     return "".join(parts)
