@@ -74,6 +74,8 @@ class Reply:
     blocks, the OpenAI format as one reasoning text in ``reasoning_field`` (``reasoning_content``
     as vLLM, llama.cpp and DeepSeek send it, or ``reasoning`` as Ollama does).
     ``cut_stream_after=n`` sends n stream events and then drops the connection.
+    ``hold_stream_after=n`` sends n stream events, then waits for ``server.release()`` before
+    the rest: a reply still coming in, for testing what a UI shows meanwhile.
     """
 
     text: str | None = None
@@ -87,6 +89,9 @@ class Reply:
     delay: float = attrs.field(default=0, validator=_non_negative)
     cut_stream_after: int | None = attrs.field(
         default=None, validator=in_range(at_least=0, optional=True)
+    )
+    hold_stream_after: int | None = attrs.field(
+        default=None, validator=in_range(at_least=0, integer=True, optional=True)
     )
     model: str | None = None
     reasoning_field: str = attrs.field(default="reasoning_content", validator=attrs.validators.in_(("reasoning_content", "reasoning")))
@@ -186,6 +191,7 @@ class MockLLMServer:
         if threading.current_thread() is thread:
             raise RuntimeError("MockLLMServer.stop() cannot run on the server's own thread")
         self._loop = self._thread = self._http = self._port = None
+        loop.call_soon_threadsafe(self._open_gates)  # a held stream must not keep the server up
         try:
             asyncio.run_coroutine_threadsafe(http_server.close(), loop).result(timeout=10)
         finally:
@@ -237,6 +243,16 @@ class MockLLMServer:
         """
         self._responder = responder
 
+    def release(self) -> None:
+        """Let the streams held by ``Reply(hold_stream_after=n)`` send the rest of their reply."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._open_gates)
+
+    def _open_gates(self) -> None:
+        for gate in self._gates:
+            gate.set()
+        self._gates.clear()
+
     def model_info(self, *, context_window: int, style: str = "vllm") -> None:
         """Report ``context_window`` like vLLM (``max_model_len`` in ``GET /v1/models``) or
         like llama.cpp (``n_ctx`` in ``GET /props``)."""
@@ -268,6 +284,7 @@ class MockLLMServer:
         self._responder: Responder | None = None
         self._context_window: int | None = None
         self._model_info_style: str | None = None
+        self._gates: list[asyncio.Event] = []
         self._tool_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self.model = "mock-model"
@@ -340,7 +357,15 @@ class MockLLMServer:
             turn = self._turn(answer, recorded.json, dialect)
             if is_stream:
                 events = dialect.stream(turn, recorded.json)
-                await _send_stream(response, events, answer.cut_stream_after)
+                if answer.hold_stream_after is not None:
+                    gate = asyncio.Event()
+                    self._gates.append(gate)
+                    await _send_stream(response, events[: answer.hold_stream_after], None, end=False)
+                    await gate.wait()
+                    events = events[answer.hold_stream_after :]
+                    await _send_stream(response, events, answer.cut_stream_after, start=False)
+                else:
+                    await _send_stream(response, events, answer.cut_stream_after)
             else:
                 await _send_json(response, 200, dialect.complete(turn))
 
@@ -456,13 +481,16 @@ async def _send_error(response: HttpResponse, dialect: Dialect, status: int, mes
     await _send_json(response, status, dialect.error_body(status, message))
 
 
-async def _send_stream(response: HttpResponse, events: list[bytes], cut_after: int | None) -> None:
-    await response.start_stream(
-        200, {"content-type": "text/event-stream", "cache-control": "no-cache"}
-    )
+async def _send_stream(
+    response: HttpResponse, events: list[bytes], cut_after: int | None, *, start: bool = True, end: bool = True
+) -> None:
+    if start:
+        await response.start_stream(
+            200, {"content-type": "text/event-stream", "cache-control": "no-cache"}
+        )
     for event in events[:cut_after]:
         await response.send_chunk(event)
-    if cut_after is None:
-        await response.end_stream()
-    else:
+    if cut_after is not None:
         response.drop()
+    elif end:
+        await response.end_stream()
