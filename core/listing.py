@@ -15,7 +15,6 @@ listing cannot drift from what a run does:
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
@@ -23,7 +22,7 @@ import attrs
 
 from .config import Config
 from .hooks import Hooks
-from .plugins import PROJECT, _env_names, installed_plugins, plugin_name
+from .plugins import PROJECT, _env_names, installed_plugins
 
 __all__ = ["PluginRow", "plugin_rows"]
 
@@ -41,25 +40,29 @@ class PluginRow:
         return attrs.asdict(self)
 
 
-def implemented_hooks(cls: type) -> tuple[str, ...]:
-    """The hooks a plugin class implements (any method carrying the ``bandoneon`` marker)."""
+def implemented_hooks(cls: object) -> tuple[str, ...]:
+    """The hooks a plugin (class or module) implements: every attribute carrying the marker."""
     return tuple(sorted(name for name in dir(cls) if hasattr(getattr(cls, name, None), f"{PROJECT}_impl")))
 
 
 def model_prefix(config: Config) -> str:
     """The provider prefix an ``Agent()`` without ``model=`` would use here."""
     from .agent import choose_model
+    from .errors import ConfigError
 
-    chosen, _ = choose_model(config, None)
+    try:
+        chosen, _ = choose_model(config, None)
+    except ConfigError:  # e.g. a key variable that is not set: no provider is in use yet
+        return ""
     return chosen.partition(":")[0] if isinstance(chosen, str) else ""
 
 
-def _provider_prefixes(cls: type) -> set[str]:
+def _provider_prefixes(cls: object) -> set[str]:
     if not hasattr(getattr(cls, "register_providers", None), f"{PROJECT}_impl"):
         return set()
     prefixes: set[str] = set()
     try:
-        Hooks([cls]).register_providers(register=lambda prefix, factory: prefixes.add(prefix))
+        Hooks([cls], process_wide=True).register_providers(register=lambda prefix, factory: prefixes.add(prefix))
     except Exception:  # a provider plugin whose registration fails is listed, not fatal here
         return set()
     return prefixes
@@ -94,7 +97,7 @@ def plugin_rows(config: Config) -> list[PluginRow]:
             continue
         if getattr(cls, "is_policy_pack", False):
             state = "policy pack"
-        elif name in configured or plugin_name(cls) in configured:
+        elif name in configured:
             state = "active (bandoneon.toml)"
         elif prefix in _provider_prefixes(cls):
             state = "active (bandoneon.toml)" if model_from_config else "active (default)"
