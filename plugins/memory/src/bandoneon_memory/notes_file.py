@@ -22,6 +22,9 @@ from .store import check_scope
 __all__ = ["NotesFile"]
 
 _LINE = re.compile(r"^- (\d{4}-\d{2}-\d{2}): (.*)$")
+#: The start of a dated note, as far as a torn last line may have got (a hand-written last line
+#: without a date is kept even when the file does not end with a newline).
+_TORN = re.compile(r"^-( (\d{1,4}(-(\d{1,2}(-(\d{1,2}(:.*)?)?)?)?)?)?)?\Z")
 
 
 class NotesFile:
@@ -36,8 +39,11 @@ class NotesFile:
             content = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
+        lines = content.splitlines()
+        if lines and not content.endswith("\n") and _TORN.match(lines[-1]):
+            lines.pop()  # a note cut short by a crash (every append ends its line): not a note
         notes = []
-        for line in content.splitlines():
+        for line in lines:
             match = _LINE.match(line)
             if match:
                 notes.append((match.group(1), match.group(2)))
