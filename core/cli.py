@@ -16,13 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BandoneonError
+from .providers.base import model_at
 
 __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = _one_line_warning
-    parser = build_parser()
+    try:
+        parser = build_parser()  # plugins add their commands here
+    except BandoneonError as exc:
+        print(f"bandoneon: {exc}", file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
@@ -100,10 +105,7 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 def _make_agent(args: argparse.Namespace, **extra: Any) -> Any:
     from .agent import Agent
 
-    model = args.model
-    if args.base_url:
-        prefix, has_prefix, name = (model or "").partition(":")
-        model = f"{prefix}:{name}@{args.base_url}" if has_prefix else f"openai-compatible:{model or 'default'}@{args.base_url}"
+    model = model_at(args.model, args.base_url) if args.base_url else args.model
     tools = load_tools(args.tools) if args.tools else []
     return Agent(model, tools=tools, system_prompt=args.system, max_turns=args.max_turns, config=args.config, **extra)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,23 @@ def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = 
         os.close(fd)
 
 
+def _import_here_too(module_name: str) -> Any:
+    """Import a module, also from the current folder (as ``python -m`` would): a console
+    script's ``sys.path`` starts with its own folder, so ``golf:make_golfer`` next to the
+    user would not be found otherwise."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module_name.partition(".")[0] or here in sys.path:
+            raise
+    sys.path.insert(0, here)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        sys.path.remove(here)
+
+
 def _sync_folder(folder: Path) -> None:
     """Flush a folder's entries (the rename) to disk; some systems cannot, and that is fine."""
     try:
@@ -135,7 +153,7 @@ def import_object(path: str, *, what: str = "import path") -> Any:
     if not colon or not module_name or not attribute:
         raise ConfigError(f"{what} {path!r} must be written as 'package.module:name'")
     try:
-        module = importlib.import_module(module_name)
+        module = _import_here_too(module_name)
     except ImportError as exc:
         raise ConfigError(f"{what} {path!r}: module {module_name!r} cannot be imported: {exc}") from None
     found: Any = module

@@ -380,10 +380,27 @@ class Hooks:
         return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
 
     def register_providers(self, register: Callable[..., None]) -> None:
-        self.call_sync(hookspecs.register_providers, register=register)
+        self._each_isolated(hookspecs.register_providers, register=register)
 
     def register_commands(self, subparsers: Any) -> None:
-        self.call_sync(hookspecs.register_commands, subparsers=subparsers)
+        self._each_isolated(hookspecs.register_commands, subparsers=subparsers)
+
+    def _each_isolated(self, spec: Callable[..., Any], /, **kwargs: Any) -> None:
+        """Process-wide registration runs for every command and model string: a plugin that
+        raises here is skipped with a one-line warning naming it, and the others go on
+        (DESIGN §4: one broken plugin never breaks the others)."""
+        import warnings
+
+        from .plugins import PluginImportWarning
+
+        hook = spec.__name__
+        self._style(hook)
+        for impl in self._impls[hook]:
+            try:
+                self._invoke_sync(impl, hook, dict(kwargs))
+            except Exception as exc:
+                cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ is not None else exc
+                warnings.warn(f"plugin {impl.plugin!r} skipped: its {hook} raised {type(cause).__name__}: {cause}", PluginImportWarning, stacklevel=2)
 
 
 def _rank(entry: tuple[int, int, _Impl]) -> tuple[int, int]:

@@ -269,9 +269,18 @@ def configured_plugins(configured: Mapping[str, Mapping[str, Any]] | None = None
     chosen: dict[str, Mapping[str, Any]] = {plugin_name(cls): {} for cls in default_plugin_classes()}
     chosen.update(configured or {})
     return [
-        build_plugin(load_plugin(name), options, source=source if name in (configured or {}) else "default plugins")
+        build_plugin(_configured_plugin(name, source), options, source=source) if name in (configured or {})
+        else build_plugin(load_plugin(name), options, source="default plugins")
         for name, options in chosen.items()
     ]
+
+
+def _configured_plugin(name: str, source: str) -> type:
+    """``load_plugin`` for a name a configuration file gave: the error names the file."""
+    try:
+        return load_plugin(name)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: [plugins.{name}]: {exc}") from None
 
 
 def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[object]:

@@ -8,7 +8,7 @@ that never talk to such a server (a scripted model, the embedded one) do not loa
 
 from typing import Any
 
-from .base import DeltaCallback, Provider, register_provider, resolve_model
+from .base import DeltaCallback, Provider, model_at, register_provider, resolve_model
 from .http import HttpClient, classify_status, iter_sse, parse_retry_after, read_json
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "WireOptions",
     "classify_status",
     "iter_sse",
+    "model_at",
     "openai_wire",
     "parse_retry_after",
     "read_json",

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import ConfigError
 from ..messages import ModelReply, ModelRequest
 
-__all__ = ["DeltaCallback", "Provider", "register_provider", "resolve_model"]
+__all__ = ["DeltaCallback", "Provider", "model_at", "register_provider", "resolve_model"]
 
 #: Called with ("text", text), ("thinking", text) or ("tool_call", (index, name, arguments_piece))
 #: as a reply streams in.
@@ -47,6 +47,15 @@ _factories: dict[str, Callable[..., Provider]] = {}
 _plugins_loaded = False
 #: Prefixes the core's OpenAI-compatible provider registers when its module is first imported.
 OPENAI_PREFIXES = frozenset({"openai", "openai-compatible", "ollama", "lmstudio", "vllm", "llamacpp", "llama-cpp-python"})
+
+
+def model_at(model: str | None, base_url: str) -> str:
+    """The model string for ``model`` served at ``base_url`` (a command's ``--base-url``):
+    ``PREFIX:NAME`` keeps its prefix, a bare name or None is ``openai-compatible:``."""
+    prefix, has_prefix, name = (model or "").partition(":")
+    if has_prefix:
+        return f"{prefix}:{name}@{base_url}"
+    return f"openai-compatible:{model or 'default'}@{base_url}"
 
 
 def register_provider(prefix: str, factory: Callable[..., Provider]) -> None:

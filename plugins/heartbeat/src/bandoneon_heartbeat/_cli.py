@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+import attrs
+
 import bandoneon
 
 from ._config import heartbeat_from_config, load_heartbeat_config
@@ -26,6 +28,8 @@ def add_command(subparsers: Any) -> None:
     parser = subparsers.add_parser("heartbeat", help="run a heartbeat from a TOML file", description=__doc__.split("\n\n")[1])
     parser.add_argument("config", help="the heartbeat's TOML file")
     parser.add_argument("--once", action="store_true", help="fire one tick and exit (for cron / systemd timers)")
+    parser.add_argument("--model", default=None, help="model string, instead of the file's model")
+    parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://localhost:11434/v1")
     parser.set_defaults(handler=handle)
 
 
@@ -37,7 +41,10 @@ def _print(outcome: TickOutcome) -> None:
 def handle(args: argparse.Namespace) -> int:
     try:
         config = load_heartbeat_config(args.config)
-        heartbeat = heartbeat_from_config(config, on_tick=_print)
+        model = args.model or config.model
+        if args.base_url:
+            model = bandoneon.model_at(model, args.base_url)
+        heartbeat = heartbeat_from_config(attrs.evolve(config, model=model), on_tick=_print)
     except bandoneon.ConfigError as exc:
         print(f"bandoneon heartbeat: {exc}", file=sys.stderr)
         return 2

@@ -34,6 +34,7 @@ def add_command(subparsers: Any) -> None:
     parser.add_argument("--until", required=True, metavar="COMMAND", help="shell command; exit code 0 means the goal is done")
     parser.add_argument("--max-laps", type=int, required=True, metavar="N", help="the fuse, counted across restarts")
     parser.add_argument("--model", default=None, help="model string (default: bandoneon.toml / $BANDONEON_MODEL)")
+    parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://localhost:11434/v1")
     parser.add_argument("--max-turns", type=int, default=None, help="turn limit of each lap")
     parser.add_argument("--progress", default="PROGRESS.md", help="the progress note (default: PROGRESS.md)")
     parser.add_argument("--state", default=".bandoneon/laps.json", help="state file for resuming (default: .bandoneon/laps.json)")
@@ -71,8 +72,10 @@ def handle(args: argparse.Namespace) -> int:
         print(f"bandoneon laps: --until-timeout must be a positive number of seconds, got {args.until_timeout:g}", file=sys.stderr)
         return 2
 
+    model = bandoneon.model_at(args.model, args.base_url) if args.base_url else args.model
+
     def make_agent() -> bandoneon.Agent:
-        return bandoneon.Agent(args.model, tools=progress_tools(args.progress), append_system_prompt=LAP_INSTRUCTIONS, max_turns=args.max_turns)
+        return bandoneon.Agent(model, tools=progress_tools(args.progress), append_system_prompt=LAP_INSTRUCTIONS, max_turns=args.max_turns)
 
     def on_lap(record: LapRecord) -> None:
         outcome = record.error or (record.text or "").strip().replace("\n", " ")[:200]

@@ -127,6 +127,12 @@ async def _run_lap(lap: int, goal: str, make_agent: Callable[[], Any]) -> LapRec
     spent: list[bandoneon.Usage] = []
     try:
         agent = await _call(make_agent)
+    except bandoneon.ConfigError:
+        raise  # a configuration error is not a lap: every lap would fail the same way
+    except Exception as exc:
+        log.warning("lap %d crashed: make_agent raised %s: %s", lap, type(exc).__name__, exc)
+        return LapRecord(lap, "crashed", error=f"{type(exc).__name__}: {exc}")
+    try:
         agent.on("run_end", lambda event: spent.append(event.usage))
         result = await agent.run(goal)
     except Exception as exc:
@@ -156,7 +162,9 @@ async def run_goal_loop(
     :param on_lap: called with each ``LapRecord`` (sync or async); its errors are logged.
     :param state_file: JSON file keeping the lap count and outcomes; an existing one for the
         same goal is resumed (a lap cut short by a restart counts as ``interrupted``).
-    :raises ConfigError: ``max_laps`` < 1, an empty goal, or a state file of another goal.
+    :raises ConfigError: ``max_laps`` < 1, an empty goal, a state file of another goal, or
+        ``make_agent`` raising ``ConfigError`` (a model that cannot be resolved is not a lap:
+        the loop stops at once and that lap is not counted).
     """
     if not isinstance(goal, str) or not goal.strip():
         raise bandoneon.ConfigError("the goal is empty: write what the laps should achieve")
@@ -184,6 +192,11 @@ async def run_goal_loop(
         store.save(state)
         try:
             record = await _run_lap(state.laps, goal, make_agent)
+        except bandoneon.ConfigError:
+            state.laps -= 1  # it never ran
+            state.in_progress = False
+            store.save(state)
+            raise
         except asyncio.CancelledError:
             state.records.append(LapRecord(state.laps, "interrupted", error="cancelled"))
             state.in_progress = False
