@@ -275,3 +275,10 @@ def test_an_answer_nested_too_deeply_is_refused_not_a_crash(mock_llm):
     assert result.stop == "invalid_output" and "nested too deeply" in result.detail
     with pytest.raises(ValueError, match="nested deeper than 100 levels"):
         parse_partial(deep)
+
+
+def test_llama_cpp_python_gets_the_schema_in_its_own_response_format(mock_llm):
+    mock_llm.add(Reply(text='{"name": "Oslo", "population": 709000}'))
+    agent_on(mock_llm, prefix="llama-cpp-python", output_type=City).run_sync("?")
+    assert mock_llm.requests[0].json["response_format"]["type"] == "json_object"
+    assert mock_llm.requests[0].json["response_format"]["schema"]["required"] == ["name", "population"]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
+
+import attrs
 
 import pytest
 
@@ -93,3 +95,21 @@ def test_an_error_from_the_model_is_a_bad_request_and_the_history_stays_usable(m
     assert [m.role for m in talker.messages] == ["user"]
     talker.clear()
     assert talker.run_sync("Say hi.").stop == "end_turn"
+
+
+@attrs.frozen
+class Weather:
+    sunny: bool
+    verdict: Literal["go out", "stay in"]
+
+
+def test_a_typed_answer_kept_to_its_schema_by_the_real_server(llama_server):
+    """The native path: the schema goes as response_format and the server's grammar keeps the
+    small model to it, so the first answer is valid and no repair round is needed."""
+    provider = bandoneon.resolve_model(f"llama-cpp-python:smollm2@{llama_server.base_url}", api_key="")
+    result = bandoneon.Agent(provider, context_files=False, plugins=[], settings={"max_tokens": 64, "temperature": 0.0}, output_type=Weather).run_sync(
+        "It is sunny and warm. Should I go out?"
+    )
+    assert result.stop == "end_turn", result.detail
+    assert isinstance(result.output, Weather)
+    assert result.usage.requests == 1

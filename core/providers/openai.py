@@ -133,7 +133,7 @@ class OpenAICompatible:
         elif request.tool_choice is not None:
             body["tool_choice"] = request.tool_choice
         if request.output_schema is not None:
-            body["response_format"] = wire_response_format(request.output_schema)
+            body["response_format"] = wire_response_format(request.output_schema, self.wire)
         body.update(request.settings)
         return body
 
@@ -214,8 +214,9 @@ def _named_server(default_url: str, name: str, key_env: str | None = None, wire:
 
 #: llama-cpp-python's own server with ``--chat_format chatml-function-calling``: its template
 #: never renders ``tool`` messages, lists tools only inside a system message, shows a tool's
-#: schema but not its description, answers HTTP 500 to ``tool_choice="required"``, and has no
-#: image handler.
+#: schema but not its description, answers HTTP 500 to ``tool_choice="required"``, has no
+#: image handler, and reads a JSON schema as ``{"type": "json_object", "schema": ...}`` (only
+#: when no tools are offered).
 LLAMA_CPP_PYTHON = WireOptions(
     tool_results_as_user=True,
     default_system_prompt="You are a helpful assistant.",
@@ -223,6 +224,7 @@ LLAMA_CPP_PYTHON = WireOptions(
     description_in_parameters=True,
     output_schema_with_tools=False,
     input_kinds=frozenset(),
+    response_format="json_object",
 )
 #: llama.cpp's ``llama-server`` turns a JSON schema into a grammar, and refuses a grammar
 #: together with tools; it reads images (with a vision projector loaded) but not files.

@@ -49,7 +49,9 @@ class WireOptions:
     besides text a user message may carry (``image``, ``file``). ``think_tags``: a
     ``<think>...</think>`` block opening the content is the message's thinking, not its text.
     ``send_reasoning``: earlier replies' thinking goes back as ``reasoning_content`` (off by
-    default: DeepSeek and others answer 400 to it).
+    default: DeepSeek and others answer 400 to it). ``response_format``: how a typed answer's
+    schema is sent: ``"json_schema"`` (OpenAI's shape) or ``"json_object"`` (``{"type":
+    "json_object", "schema": ...}``, what llama-cpp-python's server reads).
     """
 
     tool_results_as_user: bool = False
@@ -61,6 +63,7 @@ class WireOptions:
     input_kinds: frozenset[str] = frozenset({"image", "file"})
     think_tags: bool = True
     send_reasoning: bool = False
+    response_format: str = "json_schema"
 
 
 PLAIN = WireOptions()
@@ -128,8 +131,10 @@ def wire_tool_choice(request: ModelRequest, options: WireOptions = PLAIN) -> Any
     return choice
 
 
-def wire_response_format(schema: OutputSchema) -> dict[str, Any]:
+def wire_response_format(schema: OutputSchema, options: WireOptions = PLAIN) -> dict[str, Any]:
     """``response_format`` asking for JSON of ``schema`` (strict where the schema allows it)."""
+    if options.response_format == "json_object":
+        return {"type": "json_object", "schema": dict(schema.schema)}
     inner: dict[str, Any] = {"name": schema.name, "schema": dict(schema.schema), "strict": schema.is_strict}
     if schema.description:
         inner["description"] = schema.description
