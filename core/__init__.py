@@ -87,6 +87,7 @@ from .providers import (
 )
 from .ranges import Range, in_range
 from .result import RunResult
+from .stash import Stash, StashKey
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
@@ -163,6 +164,8 @@ __all__ = [
     "ServerError",
     "Stop",
     "StreamInterrupted",
+    "Stash",
+    "StashKey",
     "StructureError",
     "TextDelta",
     "TextPart",

@@ -41,6 +41,8 @@ else:
 
 #: The output type of one run that overrides the agent's.
 RunOutputT = TypeVar("RunOutputT")
+#: The class of a plugin asked for with ``agent.plugin(Class)``.
+PluginT = TypeVar("PluginT")
 
 __all__ = ["Agent"]
 
@@ -168,7 +170,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_mode = output_mode
         self.output_retries = output_retries
         self.deps_type = deps_type
-        self._approvals_handled = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
+        self._handles_approvals = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
         self.tools: dict[str, Tool] = {}
         self._tool_specs: tuple[ToolSpec, ...] = ()
         for item in [*tools, *self.hooks.register_tools(self)]:
@@ -233,12 +235,40 @@ class Agent(Generic[DepsT, OutputT]):
         """The active plugin instances, in registration order."""
         return self.hooks.plugins
 
-    def plugin(self, name: str) -> Any:
-        """The active plugin called ``name`` (``KeyError`` if it is not active)."""
-        found = self.hooks.get(name)
-        if found is None:
-            raise KeyError(f"plugin {name!r} is not active in this agent")
-        return found
+    @overload
+    def plugin(self, which: type[PluginT]) -> PluginT: ...
+    @overload
+    def plugin(self, which: str) -> Any: ...
+    def plugin(self, which: type[PluginT] | str) -> PluginT | Any:
+        """The active plugin: by class (``agent.plugin(Human).steer(...)``, typed) or by name.
+
+        ``KeyError`` if it is not active in this agent.
+        """
+        if isinstance(which, str):
+            found = self.hooks.get(which)
+            if found is None:
+                raise KeyError(f"plugin {which!r} is not active in this agent")
+            return found
+        for plugin in self.hooks.plugins:
+            if isinstance(plugin, which):
+                return plugin
+        raise KeyError(f"no {which.__name__} plugin is active in this agent")
+
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The tools as the model is told about them, in the order they were added."""
+        return self._tool_specs
+
+    @property
+    def cancel_requested(self) -> bool:
+        """``cancel()`` was called during the current run."""
+        return self._cancel_requested
+
+    @property
+    def handles_approvals(self) -> bool:
+        """An active plugin asks people about ``needs_approval`` tools (``Plugin.handles_approvals``);
+        without one the core refuses those calls."""
+        return self._handles_approvals
 
     async def context_window(self) -> int | None:
         """The model's window in tokens: configured; for a hosted model, from the dated table of
@@ -345,15 +375,6 @@ class Agent(Generic[DepsT, OutputT]):
         """Publish an event to this agent's listeners and plugins, also outside a run
         (a heartbeat tick, a steering note). Listener errors are logged, never raised."""
         await self._emit(run, event)
-
-    def __getattr__(self, name: str) -> Any:
-        # Plugins may offer attributes on the agent (``agent.plan``, ``agent.steer``) by listing
-        # them in ``agent_attributes``; nothing else is looked up, so typos still fail.
-        if not name.startswith("_"):
-            for plugin in self.__dict__.get("hooks", _NO_HOOKS).plugins:
-                if name in getattr(type(plugin), "agent_attributes", ()):
-                    return getattr(plugin, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     async def _emit(self, run: RunContext | None, event: Event) -> None:
         for key in (event.name, "*"):
@@ -521,11 +542,6 @@ class Agent(Generic[DepsT, OutputT]):
 _DELTA_EVENTS = ("text_delta", "thinking_delta", "tool_call_delta", "output_delta", "*")
 
 
-class _NoHooks:
-    plugins: tuple[object, ...] = ()
-
-
-_NO_HOOKS = _NoHooks()
 _thread_state = threading.local()
 
 

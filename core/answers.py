@@ -16,9 +16,7 @@ if TYPE_CHECKING:
     from .context import RunContext
 
 __all__ = [
-    "ANSWER_KEY",
     "NO_ANSWER",
-    "OUTPUT_KEY",
     "Rounds",
     "check_answer",
     "check_wrap_up",
@@ -28,10 +26,6 @@ __all__ = [
     "wrapped_up_output",
 ]
 
-#: run.state key of the typed answer, between the turn that gave it and the result.
-OUTPUT_KEY = "_output"
-#: run.state key of a rewritten answer, between check_answer and the result.
-ANSWER_KEY = "_answer"
 #: No answer given yet in this reply (None could be an answer).
 NO_ANSWER: Any = object()
 
@@ -57,7 +51,7 @@ def count_invalid(run: RunContext, rounds: Rounds, problem: str) -> Stop | None:
 async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | None:
     """Pass the answer through ``check_answer``: keep a rewrite, or send it back (None: go on)."""
     text = final_text(run, stop)
-    answer = FinalAnswer(text, run.state.get(OUTPUT_KEY) if run.output is not None else text, stop.reason, stop.answer)
+    answer = FinalAnswer(text, run.loop_state.output if run.output is not None else text, stop.reason, stop.answer)
     verdict = await run.agent.hooks.check_answer(run, answer)
     if isinstance(verdict, SendBack):
         rounds.sent_back += 1
@@ -69,7 +63,7 @@ async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | No
         return None
     if verdict != answer:
         try:
-            run.state[ANSWER_KEY] = rewritten(run, answer, verdict)
+            run.loop_state.rewritten_answer = rewritten(run, answer, verdict)
         except OutputInvalid as exc:
             return Stop("invalid_output", f"the answer as check_answer rewrote it does not fit the output type: {exc}")
     return stop

@@ -13,15 +13,30 @@ import attrs
 
 from .messages import Message, ModelReply, ModelRequest, Usage
 from .parts import Part
+from .stash import Stash
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .decisions import FinalAnswer
     from .events import Event
     from .output import OutputSpec
     from .providers.base import Provider
+    from .messages import ToolResult
     from .tools import Tool
 
-__all__ = ["RunContext"]
+__all__ = ["LoopState", "RunContext"]
+
+
+@attrs.define
+class LoopState:
+    """The loop's own bookkeeping for one run: the core's, not a channel for plugins."""
+
+    #: Results of the current turn's tools that finished, kept if the run is cut off mid-turn.
+    pending_results: dict[str, ToolResult] = attrs.field(factory=dict)
+    #: A typed run's answer, between the turn that gave it and the result.
+    output: Any = None
+    #: The answer as ``check_answer`` rewrote it, between the hook and the result.
+    rewritten_answer: FinalAnswer | None = None
 
 
 @attrs.define(eq=False)
@@ -29,8 +44,8 @@ class RunContext:
     """One run of an agent, as hooks and tools see it.
 
     ``messages`` is the working history the model will be sent (compaction may shorten it);
-    ``agent.transcript`` keeps everything. ``state`` is scratch space for plugins, one key
-    each, living as long as the run. ``deps`` is whatever the caller passed to ``run``.
+    ``agent.transcript`` keeps everything. ``stash`` is where plugins keep what they need for
+    the length of the run, under typed keys (``bandoneon.StashKey``). ``deps`` is whatever the caller passed to ``run``.
     ``system_prompt`` is this run's base prompt (the agent's, plus the context files read when
     the run started); plugins' sections are added to it per request. ``last_request`` is the
     loop's last request to the model (system prompt included); side
@@ -60,7 +75,8 @@ class RunContext:
     usage: Usage = Usage()
     usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
     started_at: float = attrs.field(factory=time.monotonic)
-    state: dict[str, Any] = attrs.field(factory=dict)
+    stash: Stash = attrs.field(factory=Stash, repr=False)
+    loop_state: LoopState = attrs.field(factory=LoopState, repr=False)
     _emit: Callable[[Event], Any] | None = None
 
     def append(self, message: Message) -> None:

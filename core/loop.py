@@ -28,9 +28,7 @@ from .events import (
     TurnStart,
 )
 from .answers import (
-    ANSWER_KEY,
     NO_ANSWER,
-    OUTPUT_KEY,
     Rounds,
     check_answer,
     check_wrap_up,
@@ -84,7 +82,7 @@ async def run_loop(run: RunContext) -> RunResult:
             stop = Stop("timeout", f"the run took longer than run_timeout={agent.run_timeout}s")
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if not agent._cancel_requested or task is None:
+            if not agent.cancel_requested or task is None:
                 raise
             task.uncancel()
             stop = Stop("cancelled", "agent.cancel() was called")
@@ -111,9 +109,9 @@ async def run_loop(run: RunContext) -> RunResult:
             await _finish(run, result)
     assert stop is not None
     text = final_text(run, stop)
-    output: Any = run.state.pop(OUTPUT_KEY, None) if run.output is not None else text
+    output: Any = run.loop_state.output if run.output is not None else text
     answer = stop.answer
-    rewritten: FinalAnswer | None = run.state.pop(ANSWER_KEY, None)
+    rewritten = run.loop_state.rewritten_answer
     if rewritten is not None:
         text, output, answer = rewritten.text, rewritten.output, rewritten.answer
     detail = stop.detail
@@ -155,7 +153,7 @@ async def _wrap_up(run: RunContext, stop: Stop, deadline: float | None) -> Messa
             return await agent.hooks.wrap_up(run, stop)
     except asyncio.CancelledError:
         task = asyncio.current_task()
-        if not agent._cancel_requested or task is None:
+        if not agent.cancel_requested or task is None:
             raise
         task.uncancel()
         log.info("wrap-up cancelled by agent.cancel(); keeping the %s result", stop.reason)
@@ -183,7 +181,7 @@ async def _turns(run: RunContext) -> Stop:
     while True:
         if run.turn >= agent.max_turns:
             return Stop("max_turns", f"no answer after {agent.max_turns} turns (max_turns={agent.max_turns})")
-        if agent._cancel_requested:
+        if agent.cancel_requested:
             raise asyncio.CancelledError
         stop = await _turn(run, rounds)
         if stop is not None and stop.is_answer and hooks.implements(hookspecs.check_answer):
@@ -239,7 +237,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         if not message.tool_calls:
             return Stop("end_turn", is_answer=True)
     elif answered is not NO_ANSWER:
-        run.state[OUTPUT_KEY] = answered
+        run.loop_state.output = answered
         return Stop("end_turn", is_answer=True)
     elif not message.tool_calls and reply.finish_reason != "length":
         if spec.mode == "tool":
@@ -247,7 +245,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
             run.append(Message.user(problem))
         else:
             try:
-                run.state[OUTPUT_KEY] = spec.parse_text(message.content)
+                run.loop_state.output = spec.parse_text(message.content)
                 return Stop("end_turn", is_answer=True)
             except OutputInvalid as exc:
                 problem = str(exc)
@@ -262,7 +260,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     stop = await hooks.should_stop(run, turn)
     if stop is not None and spec is not None and stop.is_answer:
         try:
-            run.state[OUTPUT_KEY] = spec.check(stop.answer)
+            run.loop_state.output = spec.check(stop.answer)
         except OutputInvalid as exc:
             problem = f"{exc} (the input of the tool that ends the run is the answer)"
             run.append(Message.user(spec.repair_prompt(problem)))
@@ -282,7 +280,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
     request = ModelRequest(
         messages=tuple(run.messages),
         system_prompt=system_prompt,
-        tools=(*agent._tool_specs, spec.tool) if spec is not None and spec.mode == "tool" else agent._tool_specs,
+        tools=(*agent.tool_specs, spec.tool) if spec is not None and spec.mode == "tool" else agent.tool_specs,
         tool_choice=agent.tool_choice,
         settings=agent.settings,
         stream=run.wants_deltas,
@@ -370,7 +368,7 @@ class _TurnTimeout(TimeoutError):
 
 def _answer_every_call(run: RunContext, reason: str) -> None:
     """Keep the history valid after any exit: give every unanswered tool call a result."""
-    pending: dict[str, ToolResult] = run.state.pop("_pending_results", {})
+    pending = run.loop_state.pending_results
     for index in range(len(run.messages) - 1, -1, -1):
         message = run.messages[index]
         if message.role == "assistant":

@@ -86,7 +86,7 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
             results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
         decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements(hookspecs.before_tool_execution) else None
-        if decision is None and tool.needs_approval and not run.agent._approvals_handled:
+        if decision is None and tool.needs_approval and not run.agent.handles_approvals:
             decision = Refuse(
                 f"{tool.name} needs a person's approval and no approval channel is active in this agent, "
                 "so it did not run. Do it another way or tell the user."
@@ -103,8 +103,8 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
         else:
             raise TypeError(f"before_tool_execution must return None, Refuse or Respond, got {decision!r}")
         results[index] = await _after(run, result, tool)
-    pending: dict[str, ToolResult] = {}
-    run.state["_pending_results"] = pending
+    pending = run.loop_state.pending_results
+    pending.clear()
     if len(to_run) == 1:
         index, call, tool, arguments = to_run[0]
         results[index] = await _run_one(run, call, tool, arguments, pending, in_thread=False)
@@ -114,7 +114,7 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
     for result in results:
         assert result is not None
         run.append(result.to_message())
-    run.state.pop("_pending_results", None)
+    pending.clear()
     return tuple(results)  # type: ignore[arg-type]
 
 

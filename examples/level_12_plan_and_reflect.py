@@ -79,7 +79,7 @@ def main(model: str | bandoneon.Provider | None = None) -> ReflectResult:
     agent = build_agent(model, street)
 
     outcome = reflect_sync(agent, ROUND, lambda result: street.undelivered(), max_rounds=2)
-    for item in agent.plan:
+    for item in agent.plugin(Plan).plan:
         print(f"[{item.status}] {item.description}")
     print(outcome.result.text)
     print(f"review rounds: {outcome.rounds}, still open: {list(outcome.open) or 'nothing'}")

@@ -60,10 +60,10 @@ def build_agent(model: Any = None, *, terminal: bool = False) -> bandoneon.Agent
     )
 
     # STEER: Tina watches the screen. The moment the claw reaches the bear, she shouts.
-    # (In an app this is a button; agent.steer() is safe from any thread or task.)
+    # (In an app this is a button; steer() is safe from any thread or task.)
     def watch(event: bandoneon.ToolEnd) -> None:
         if event.call.name == "move_claw" and CLAW["over"] == "bear":
-            agent.steer("No, wait! The penguin!")
+            agent.plugin(Human).steer("No, wait! The penguin!")
 
     agent.on("tool_end", watch)
     agent.on("steering", lambda e: print(f"  Tina: {e.text!r} (cancelled {e.call.name})"))

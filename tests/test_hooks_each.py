@@ -215,17 +215,21 @@ async def test_agent_emit_reaches_listeners_and_plugins_outside_a_run():
     assert seen == [("listener", "turn_start"), ("plugin", "turn_start", None)]
 
 
-def test_plugins_offer_declared_attributes_on_the_agent_and_nothing_else():
+def test_a_plugin_is_reached_by_its_class_typed_or_by_its_name():
     class Plan:
         name = "plan"
-        agent_attributes = ("plan",)
         plan = ("deliver #12",)
-        secret = "hidden"
+
+    class Other:
+        pass
 
     agent = agent_with(Plan(), model=ScriptedModel())
-    assert agent.plan == ("deliver #12",)
+    assert agent.plugin(Plan).plan == ("deliver #12",)
+    assert agent.plugin("plan") is agent.plugin(Plan)
+    with pytest.raises(KeyError, match="no Other plugin is active"):
+        agent.plugin(Other)
     with pytest.raises(AttributeError):
-        agent.secret
+        agent.plan  # plugins offer nothing on the agent itself
 
 
 def test_agent_closed_lets_plugins_release_what_they_hold():

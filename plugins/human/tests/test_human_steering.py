@@ -193,16 +193,16 @@ def test_steering_is_a_result_even_under_a_function_model():
     assert result.ok and MOVES == []
 
 
-def test_agent_steer_reaches_the_human_plugin():
+def test_steering_through_the_typed_accessor_reaches_the_human_plugin():
     human = Human(channel=lambda r: True)
     model = ScriptedModel(call("move_claw", to="bear"), "ok")
     agent = bandoneon.Agent(model, tools=[move_claw], plugins=[human], context_files=False)
-    agent.steer("the penguin, please")
+    agent.plugin(Human).steer("the penguin, please")
     agent.run_sync("go")
     assert MOVES == [] and "the penguin, please" in model.requests[1].messages[-1].content
 
 
-def test_agent_steer_without_the_human_plugin_is_an_attribute_error():
+def test_steering_without_the_human_plugin_is_a_key_error_naming_it():
     agent = bandoneon.Agent(ScriptedModel(), tools=[move_claw], plugins=[], context_files=False)
-    with pytest.raises(AttributeError, match="steer"):
-        agent.steer("x")
+    with pytest.raises(KeyError, match="no Human plugin is active"):
+        agent.plugin(Human).steer("x")

@@ -35,8 +35,8 @@ def test_the_whole_plan_is_in_every_request():
 def test_agent_plan_reads_the_plan_and_it_carries_over_to_the_next_run():
     agent, model = planner(call("add_plan_item", description="Deliver to #12"), "planned", "still here")
     agent.run_sync("Plan it.")
-    assert agent.plan == (PlanItem(1, "Deliver to #12", "pending"),)
-    assert plan_of(agent) == agent.plan
+    assert agent.plugin(Plan).plan == (PlanItem(1, "Deliver to #12", "pending"),)
+    assert plan_of(agent) == agent.plugin(Plan).plan
     agent.run_sync("Go on.")
     assert "Deliver to #12 (id 1)" in model.requests[-1].system_prompt
 
@@ -47,8 +47,8 @@ def test_a_fork_gets_a_copy_of_the_plan_with_the_history():
     fork = agent.fork()
     fork.provider = ScriptedModel(call("update_plan_item", id=1, status="completed"), "done")
     fork.run_sync("Do it.")
-    assert fork.plan == (PlanItem(1, "A", "completed"),)
-    assert agent.plan == (PlanItem(1, "A", "pending"),)  # a copy, not a shared plan
+    assert fork.plugin(Plan).plan == (PlanItem(1, "A", "completed"),)
+    assert agent.plugin(Plan).plan == (PlanItem(1, "A", "pending"),)  # a copy, not a shared plan
 
 
 def test_items_can_be_inserted_removed_and_reordered():
@@ -61,7 +61,7 @@ def test_items_can_be_inserted_removed_and_reordered():
         "done",
     )
     agent.run_sync("go")
-    assert [(i.id, i.description) for i in agent.plan] == [(3, "B"), (1, "A, but later")]
+    assert [(i.id, i.description) for i in agent.plugin(Plan).plan] == [(3, "B"), (1, "A, but later")]
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_bad_plan_calls_are_error_results_and_the_plan_is_unchanged(bad_call, me
     agent.run_sync("go")
     content, is_error = results(agent)[-1]
     assert is_error and message in content
-    assert agent.plan == (PlanItem(1, "A", "pending"),)
+    assert agent.plugin(Plan).plan == (PlanItem(1, "A", "pending"),)
 
 
 def test_the_plan_is_kept_on_disk_with_plan_file(tmp_path):
@@ -104,8 +104,8 @@ def test_an_agent_without_the_plugin_has_no_plan():
     agent = bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False)
     with pytest.raises(KeyError, match="plan"):
         plan_of(agent)
-    with pytest.raises(AttributeError, match="plan"):
-        agent.plan
+    with pytest.raises(KeyError, match="no Plan plugin is active"):
+        agent.plugin(Plan)
 
 
 def test_the_plugin_is_found_by_its_entry_point():

@@ -24,7 +24,8 @@ from ._tokens import (
 log = logging.getLogger("bandoneon_compaction")
 
 
-_SIZES = "compaction.sizes"  # run.state key: each message's size, counted once per run
+_SIZES = bandoneon.StashKey[dict[int, tuple[Any, int]]]("compaction.sizes")  # each message's size, counted once per run
+_WARNED = bandoneon.StashKey[set[str]]("compaction.warned")  # what this run was already warned about
 
 
 class WindowUnknownWarning(UserWarning):
@@ -117,7 +118,7 @@ class Compaction(bandoneon.Plugin):
     def _fits(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int) -> bool:
         """The common case, cheaply: sizes are remembered per message for the run, so a request
         that fits costs only the new messages' count, not the whole history's again."""
-        sizes: dict[int, tuple[Any, int]] = run.state.setdefault(_SIZES, {})
+        sizes = run.stash.setdefault(_SIZES, {})
         known = self._tool_sizes
         if known is None or known[0] is not request.tools:  # the agent's tool schemas rarely change
             known = self._tool_sizes = (request.tools, tool_tokens(request.tools, self._counter))
@@ -150,12 +151,12 @@ class Compaction(bandoneon.Plugin):
         )
 
     def _report_problems(self, run: bandoneon.RunContext, shrunk: Shrunk, limit: int, budget: int) -> None:
-        state = run.state.setdefault("compaction", {})
-        if shrunk.orphan_results and not state.get("warned_orphans"):
-            state["warned_orphans"] = True
+        warned = run.stash.setdefault(_WARNED, set())
+        if shrunk.orphan_results and "orphans" not in warned:
+            warned.add("orphans")
             log.warning("compaction: the history holds %d tool result(s) with no call before them; providers usually reject that", shrunk.orphan_results)
-        if not shrunk.fits and not state.get("warned_no_fit"):
-            state["warned_no_fit"] = True
+        if not shrunk.fits and "no_fit" not in warned:
+            warned.add("no_fit")
             log.warning(
                 "compaction: the request is still %d tokens, over the line of %d (%.0f%% of a %d-token window): "
                 "what is left is protected (first request, recent turns, results that cannot be fetched again)",

@@ -25,7 +25,7 @@ log = logging.getLogger("bandoneon.guard")
 
 # Shared by every enforcer in a run, so a result is wrapped once even when a pack and the
 # agent's own guard both call its tool untrusted.
-_STATE_KEY = "guard"
+_MARKED = bandoneon.StashKey[set[str]]("guard.marked")  # tool calls whose results were marked untrusted
 
 
 class Enforcer:
@@ -64,7 +64,7 @@ class Enforcer:
         name = tool.name if tool is not None else call.name
         text = self.redact(result.content, tool_name=name)
         if tool is not None and self._is_untrusted(tool) and not result.was_refused and result.arguments is not None:
-            marked: set[str] = run.state.setdefault(_STATE_KEY, {}).setdefault("marked", set())
+            marked = run.stash.setdefault(_MARKED, set())
             if call.id not in marked:
                 marked.add(call.id)
                 text = mark_untrusted(text, name)

@@ -35,6 +35,8 @@ __all__ = ["Human"]
 log = logging.getLogger("bandoneon.human")
 
 _NOT_ANSWERED = object()
+#: This run's answers, cancelled calls and pause reason.
+_RUN_STATE = bandoneon.StashKey[dict[str, Any]]("human")
 ASK_DESCRIPTION = (
     "Ask the person you work for a question and wait for their answer. Use it when information is "
     "missing, when two options are equally good, or when you are not sure what they want."
@@ -43,7 +45,7 @@ ASK_DESCRIPTION = (
 
 @attrs.define
 class Human(bandoneon.Plugin):
-    """A person in the loop. ``agent.steer(text)`` corrects a run from any thread or task.
+    """A person in the loop. ``agent.plugin(Human).steer(text)`` corrects a run from any thread or task.
 
     Calls need approval when their tool is flagged ``needs_approval`` or its name matches one
     of ``approve`` (globs). ``channel`` is ``"terminal"``, ``"queue"`` (a ``HumanQueue``,
@@ -53,7 +55,6 @@ class Human(bandoneon.Plugin):
     name: ClassVar[str] = "human"
     #: ``request_approval`` and ``review_exhausted``: the approval channel other plugins ask through.
     hookspecs: ClassVar[ModuleType] = human_hooks
-    agent_attributes: ClassVar[tuple[str, ...]] = ("steer",)
     handles_approvals: ClassVar[bool] = True
 
     channel: Channel = attrs.field(default="terminal", converter=as_channel)
@@ -114,7 +115,10 @@ class Human(bandoneon.Plugin):
 
     @staticmethod
     def _state(run: RunContext) -> dict[str, Any]:
-        return run.state.setdefault("human", {"answered": {}, "cancelled": set(), "paused": None})
+        state = run.stash.get(_RUN_STATE)
+        if state is None:
+            state = run.stash[_RUN_STATE] = {"answered": {}, "cancelled": set(), "paused": None}
+        return state
 
     def needs_approval(self, tool: bandoneon.Tool) -> bool:
         if tool.name == self.ask_tool:

@@ -39,6 +39,9 @@ log = logging.getLogger("bandoneon.memory")
 #: The kinds ``register(kind, name, factory)`` accepts during ``register_memory``.
 KINDS = ("embedder", "store")
 
+#: This run's snapshot of the notes file (notes mode), rendered for the system prompt.
+_NOTES = bandoneon.StashKey[str | None]("memory.notes")
+
 
 def _scope_option(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
     if value is not None:
@@ -156,11 +159,11 @@ class Memory(bandoneon.Plugin):
         """Check the scope before the model is called; snapshot the notes file for this run."""
         scope = self.scope_for(run)
         if self.mode == "notes":
-            run.state["memory"] = render_notes(NotesFile(self.notes_folder, scope).read(), scope)
+            run.stash[_NOTES] = render_notes(NotesFile(self.notes_folder, scope).read(), scope)
 
     @bandoneon.hookimpl
     def system_prompt_sections(self, run: bandoneon.RunContext) -> str | None:
-        return run.state.get("memory") if self.mode == "notes" else None
+        return run.stash.get(_NOTES) if self.mode == "notes" else None
 
     # ---------------------------------------------------------------- tools
 

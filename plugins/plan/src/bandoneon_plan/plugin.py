@@ -38,7 +38,7 @@ class PlanItem:
 
 @attrs.define
 class Plan(bandoneon.Plugin):
-    """Adds the plan tools and puts the whole plan in every request. ``agent.plan`` reads it.
+    """Adds the plan tools and puts the whole plan in every request. ``agent.plugin(Plan).plan`` reads it.
 
     ``items`` starts the plan with these items (``plan_file``, when it exists, wins).
     ``escalate``: when ``reflect``'s review rounds run out with findings open, ask a person
@@ -46,7 +46,6 @@ class Plan(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "plan"
-    agent_attributes: ClassVar[tuple[str, ...]] = ("plan",)
     plan_file: str | None = None
     guide: str = GUIDE
     escalate: bool = False

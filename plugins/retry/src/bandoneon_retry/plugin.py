@@ -25,7 +25,7 @@ __all__ = ["Backoff"]
 
 log = logging.getLogger("bandoneon_retry")
 
-_STATE = "retry"
+_STATE = bandoneon.StashKey[float]("retry.first_failure")
 
 
 @attrs.define
@@ -82,8 +82,8 @@ class Backoff(bandoneon.Plugin):
             return None
         now = self.clock()
         if attempt == 1:
-            run.state[_STATE] = now  # the first failure of this model call
-        first_failure: float = run.state.get(_STATE, now)
+            run.stash[_STATE] = now  # the first failure of this model call
+        first_failure = run.stash.get(_STATE, now)
         delay = await self._delay(run, error, attempt)
         if self.deadline is not None and (now - first_failure) + delay > self.deadline:
             log.info("giving up: the next attempt would start after the retry deadline of %gs: %s", self.deadline, error)

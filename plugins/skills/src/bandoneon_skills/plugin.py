@@ -31,7 +31,7 @@ READ_TOOL = "read_skill_file"
 Mode = Literal["all", "on-demand", "filesystem"]
 
 
-_SCANNED = "skills.catalog"  # run.state key: this run's catalog
+_SCANNED = bandoneon.StashKey[dict[str, Skill]]("skills.catalog")  # this run's catalog
 
 
 class _RenderCache:
@@ -142,9 +142,9 @@ class Skills(bandoneon.Plugin):
     def system_prompt_sections(self, run: bandoneon.RunContext) -> str | None:
         # Re-scanned once per run: an edited SKILL.md is seen by the next run, and the turns of
         # one run (and the prompt cache) see one stable catalog.
-        skills = run.state.get(_SCANNED)
+        skills = run.stash.get(_SCANNED)
         if skills is None:
-            skills = run.state[_SCANNED] = self.library(run.agent).refresh()
+            skills = run.stash[_SCANNED] = self.library(run.agent).refresh()
         rendered = self._rendered.get(skills)
         if rendered is None:  # the catalog changed (a new dict): render it once
             rendered = self._rendered[skills] = (self._render(skills),)

@@ -30,7 +30,7 @@ DEFAULT_WRAP_UP_TEXT = (
 #: The limits a wrap-up can follow: ``StopRules(wrap_up_on=LIMITS)`` wraps up after any of them.
 LIMITS = ("max_turns", "budget", "timeout", "error_streak", "no_progress")
 
-_STATE = "stop"
+_STATE: bandoneon.StashKey[_RunState] = bandoneon.StashKey("stop")
 
 
 class BudgetWarning(UserWarning):
@@ -149,11 +149,11 @@ class StopRules(bandoneon.Plugin):
     # ---------------------------------------------------------------- helpers
 
     def _state(self, run: bandoneon.RunContext) -> _RunState:
-        state: Any = run.state.get(_STATE)
+        state = run.stash.get(_STATE)
         if state is None:
             streak = ErrorStreak(self.max_errors_in_a_row) if self.max_errors_in_a_row is not None else None
             repeats = RepeatWatch(self.no_progress_after) if self.no_progress_after else None
-            state = run.state[_STATE] = _RunState(streak, repeats)
+            state = run.stash[_STATE] = _RunState(streak, repeats)
         return state
 
     def _over_budget(self, run: bandoneon.RunContext) -> bandoneon.Stop | None:

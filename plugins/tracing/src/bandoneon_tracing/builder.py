@@ -1,6 +1,6 @@
 """Turn the loop's events into a tree of spans: run → turn → model call / tool call.
 
-State lives in ``run.state["tracing"]``, one ``RunTrace`` per run, and the spans of a whole
+State lives in ``run.stash[STATE_KEY]``, one ``RunTrace`` per run, and the spans of a whole
 trace (a run and its subagents) in one shared ``TraceBuffer`` that is exported when the root
 run ends.
 
@@ -31,7 +31,7 @@ from .spans import Span, SpanEvent, new_id
 
 __all__ = ["RunTrace", "SpanBuilder", "TraceBuffer"]
 
-STATE_KEY = "tracing"
+STATE_KEY: bandoneon.StashKey[RunTrace] = bandoneon.StashKey("tracing")
 
 _current_tool: contextvars.ContextVar[Span | None] = contextvars.ContextVar("bandoneon_tracing_tool", default=None)
 
@@ -120,7 +120,7 @@ class SpanBuilder:
             method(self, run, event)
 
     def _on_run_start(self, run: bandoneon.RunContext, event: bandoneon.RunStart) -> None:
-        parent_state: RunTrace | None = run.parent.state.get(STATE_KEY) if run.parent is not None else None
+        parent_state: RunTrace | None = run.parent.stash.get(STATE_KEY) if run.parent is not None else None
         if parent_state is not None:
             buffer, parent_span, is_root = parent_state.buffer, _parent_for_child(parent_state), False
         else:
@@ -148,7 +148,7 @@ class SpanBuilder:
                 "bandoneon.tools": sorted(run.tools) or None,
             },
         )
-        run.state[STATE_KEY] = state
+        run.stash[STATE_KEY] = state
 
     def _on_turn_start(self, run: bandoneon.RunContext, event: bandoneon.TurnStart) -> None:
         state = _state(run)
@@ -348,7 +348,7 @@ def _clean(state: RunTrace, attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _state(run: bandoneon.RunContext) -> RunTrace | None:
-    return run.state.get(STATE_KEY)
+    return run.stash.get(STATE_KEY)
 
 
 def _model_of(run: bandoneon.RunContext) -> str | None:
