@@ -367,3 +367,11 @@ def test_a_file_the_api_cannot_read_is_refused_before_the_request(mock_llm):
     with pytest.raises(bandoneon.ConfigError, match="a file must be one of application/pdf, text/plain"):
         agent.run_sync(["Read", bandoneon.FilePart.from_bytes(b"PK..", "application/zip", "a.zip")])
     assert mock_llm.requests == []
+
+
+def test_with_extended_thinking_the_answer_tool_is_offered_but_not_forced():
+    provider = AnthropicProvider("claude-test", api_key="k", base_url="http://127.0.0.1:9", thinking_budget=2048, max_tokens=4096)
+    schema = bandoneon.OutputSchema("Forecast", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False})
+    body = provider.request_body(bandoneon.ModelRequest(messages=(bandoneon.Message.user("?"),), output_schema=schema))
+    assert [t["name"] for t in body["tools"]] == ["final_answer"]
+    assert "tool_choice" not in body or body["tool_choice"] == {"type": "auto"}

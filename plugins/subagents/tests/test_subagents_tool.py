@@ -352,3 +352,17 @@ def test_the_plugin_is_found_by_its_entry_point_and_checks_its_options():
     assert bandoneon.load_plugin("subagents") is Subagents
     with pytest.raises(bandoneon.ConfigError, match="subagents"):
         bandoneon.Agent(ScriptedModel(), plugins={"subagents": {"agents": {"x": {"descripton": "typo"}}}}, context_files=False)
+
+
+def test_a_child_inherits_the_parents_fallback_models():
+    def primary(request):
+        if request.system_prompt.startswith(SCOUT_PROMPT):
+            raise bandoneon.ServerError("primary: HTTP 503", status=503)
+        return "Done." if request.messages[-1].role == "tool" else call("scout", task="Look around.")
+
+    backup = FunctionModel(lambda request: "Found it, from the backup.", model="backup")
+    agent = bandoneon.Agent([FunctionModel(primary, model="primary"), backup], tools=[scout()], plugins=[], context_files=False)
+    result = agent.run_sync("Go.")
+    assert result.text == "Done."
+    assert [m.content for m in tool_messages(agent)] == ["Found it, from the backup."]
+    assert [r.system_prompt.startswith(SCOUT_PROMPT) for r in backup.requests] == [True]  # the parent stayed on its model

@@ -91,7 +91,7 @@ class _Subagent:
     def child_agent(self, run: bandoneon.RunContext) -> bandoneon.Agent:
         parent = run.agent
         return bandoneon.Agent(
-            self.model if self.model is not None else run.provider,
+            self.model if self.model is not None else _models_from(run),
             tools=self.tools,
             system_prompt=self.system_prompt,
             context_files=False,
@@ -212,3 +212,10 @@ def subagent(
     if BRIEF_HINT not in text:
         text = f"{text} {BRIEF_HINT}"
     return bandoneon.tool(run_subagent, name=name, description=text)
+
+
+def _models_from(run: bandoneon.RunContext) -> list[bandoneon.Provider]:
+    """The parent run's model now (a fallback, if the run fell back) and the fallbacks after it."""
+    models = run.agent.models
+    start = next((i for i, provider in enumerate(models) if provider is run.provider), 0)
+    return list(models[start:])
