@@ -88,6 +88,7 @@ from .providers import (
 from .ranges import Range, in_range
 from .result import RunResult
 from .stash import Stash, StashKey
+from .text import plural
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
@@ -203,6 +204,7 @@ __all__ = [
     "model_at",
     "openai_wire",
     "parse_retry_after",
+    "plural",
     "plugin_name",
     "read_json",
     "refresh_plugins",

@@ -189,24 +189,7 @@ class Agent(Generic[DepsT, OutputT]):
     # ---------------------------------------------------------------- configuration
 
     def _model_choice(self, model: str | Provider | None) -> tuple[str | Provider, dict[str, Any]]:
-        options: dict[str, Any] = {}
-        base_url = self.config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-        if self.config.api_key_env:
-            options["api_key"] = os.environ.get(self.config.api_key_env)
-            if not options["api_key"]:
-                raise ConfigError(f"{self.config.source}: api_key_env names {self.config.api_key_env}, which is not set in the environment")
-        if model is not None:
-            return model, options
-        chosen = self.config.model or os.environ.get("BANDONEON_MODEL")
-        if chosen and ":" in chosen:
-            if base_url and chosen.partition(":")[0] in OPENAI_PREFIXES and "@" not in chosen:
-                chosen = f"{chosen}@{base_url}"  # the named server's protocol, at the configured address
-            return chosen, options
-        if base_url:
-            return f"openai-compatible:{chosen or 'default'}@{base_url}", options
-        if chosen:
-            raise ConfigError(f"model {chosen!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{chosen}'")
-        return "local:", options
+        return choose_model(self.config, model)
 
     def add_fallback(self, model: str | Provider) -> Provider:
         """One more model to try, after the others, when a model call keeps failing on errors
@@ -322,14 +305,15 @@ class Agent(Generic[DepsT, OutputT]):
         """Everything that happened, never compacted."""
         return list(self._transcript)
 
-    def fork(self) -> Agent[DepsT, OutputT]:
-        """A new agent with the same setup and a copy of this one's history.
+    def fork(self, **changes: Any) -> Agent[DepsT, OutputT]:
+        """A new agent with the same setup and a copy of this one's history; ``changes``
+        replace some of the arguments it was built with (``fork(model="ollama:qwen3")``).
 
         Plugins given as instances are copied (``attrs.evolve``: same options, fresh state) when
         they are attrs classes, so the two agents do not share per-agent plugin state; other
         plugin objects are shared.
         """
-        arguments = dict(self._init_arguments)
+        arguments = {**self._init_arguments, **changes}
         plugins = arguments.get("plugins")
         if plugins is not None and not isinstance(plugins, Mapping):
             arguments["plugins"] = [attrs.evolve(p) if attrs.has(type(p)) else p for p in plugins]
@@ -541,6 +525,29 @@ class Agent(Generic[DepsT, OutputT]):
 #: Events that exist only when the reply streams: a listener for one of them turns streaming on.
 _DELTA_EVENTS = ("text_delta", "thinking_delta", "tool_call_delta", "output_delta", "*")
 
+
+def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Provider, dict[str, Any]]:
+    """The model an agent uses and the provider options from ``config``: ``model`` when given;
+    else ``bandoneon.toml``, ``$BANDONEON_MODEL`` / ``$BANDONEON_BASE_URL``, then ``local:``.
+    ``bandoneon plugins`` asks it which provider an ``Agent()`` here would use."""
+    options: dict[str, Any] = {}
+    base_url = config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    if config.api_key_env:
+        options["api_key"] = os.environ.get(config.api_key_env)
+        if not options["api_key"]:
+            raise ConfigError(f"{config.source}: api_key_env names {config.api_key_env}, which is not set in the environment")
+    if model is not None:
+        return model, options
+    chosen = config.model or os.environ.get("BANDONEON_MODEL")
+    if chosen and ":" in chosen:
+        if base_url and chosen.partition(":")[0] in OPENAI_PREFIXES and "@" not in chosen:
+            chosen = f"{chosen}@{base_url}"  # the named server's protocol, at the configured address
+        return chosen, options
+    if base_url:
+        return f"openai-compatible:{chosen or 'default'}@{base_url}", options
+    if chosen:
+        raise ConfigError(f"model {chosen!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{chosen}'")
+    return "local:", options
 
 _thread_state = threading.local()
 

@@ -1,7 +1,8 @@
 """The ``bandoneon`` command: run, chat, plugins, init, tools check, and plugins' own commands.
 
 Exit codes of ``run``: 0 when the run ended with an answer, 2 when it ended without one
-(the reason on stderr), 1 on an error.
+(the reason on stderr), 1 on an error. A command that has commands of its own (``eval``,
+``memory``, a plugin's) prints its help when called alone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from .errors import BandoneonError
 from .providers.base import model_at
+from .text import plural
 
 __all__ = ["main"]
 
@@ -53,6 +55,7 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bandoneon", description="An async agent harness built from plugins.")
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     run = commands.add_parser("run", help="run an agent on one prompt and print the answer")
@@ -61,18 +64,31 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the RunResult as JSON")
     run.set_defaults(handler=_run)
 
-    chat = commands.add_parser("chat", help="talk with an agent; the history is kept")
+    chat = commands.add_parser(
+        "chat",
+        help="talk with an agent; the reply streams, Ctrl-C stops it",
+        description="Talk with an agent. The reply streams in; each tool call is one dim line. Ctrl-C stops a reply, "
+        "Ctrl-C or Ctrl-D at the prompt leaves. Commands: /help, /clear, /save [FILE], /model [MODEL].",
+    )
     _agent_options(chat)
     chat.add_argument("--session", help="keep the conversation under this session id (needs bandoneon-sessions)")
     chat.add_argument("--session-path", help="where sessions are kept (a folder for JSONL, or a .sqlite3 file)")
     chat.set_defaults(handler=_chat)
 
-    plugins = commands.add_parser("plugins", help="list installed plugins, what they hook, whether active")
+    plugins = commands.add_parser(
+        "plugins",
+        help="list installed plugins and what an Agent() here gets from each",
+        description="Every installed plugin: its distribution and version, its state for an Agent() built in this folder "
+        "(active (default), active (bandoneon.toml), policy pack, installed, disabled (env), broken), the time its import "
+        "took, and the hooks it implements.",
+    )
+    plugins.add_argument("--json", action="store_true", help="print the listing as JSON, for scripts")
+    plugins.add_argument("--config", help="path to bandoneon.toml (default: ./bandoneon.toml or $BANDONEON_CONFIG)")
     plugins.set_defaults(handler=_plugins)
 
     init = commands.add_parser("init", help="write a commented bandoneon.toml here")
-    init.add_argument("--model", default="local:")
-    init.add_argument("--path", default="bandoneon.toml")
+    init.add_argument("--model", default="local:", help="the model line to write (default: local:)")
+    init.add_argument("--path", default="bandoneon.toml", help="where to write it (default: ./bandoneon.toml)")
     init.set_defaults(handler=_init)
 
     tools = commands.add_parser("tools", help="tool utilities")
@@ -90,7 +106,25 @@ def build_parser() -> argparse.ArgumentParser:
     from .hooks import registration_hooks
 
     registration_hooks().register_commands(subparsers=commands)
+    _help_when_called_alone(commands)
     return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"bandoneon {__version__} (Python {sys.version.split()[0]})"
+
+
+def _help_when_called_alone(commands: argparse._SubParsersAction) -> None:
+    """``bandoneon memory`` alone prints memory's help, as ``bandoneon eval`` does: for every
+    command with commands of its own, the plugins' included, instead of an argparse error."""
+    for command in commands.choices.values():
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                action.required = False
+                if command.get_default("handler") is None:
+                    command.set_defaults(handler=lambda _args, command=command: _help(command))
 
 
 def _agent_options(parser: argparse.ArgumentParser) -> None:
@@ -142,6 +176,8 @@ def result_as_json(result: Any) -> dict[str, Any]:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    from .chat import Chat
+
     plugins = None
     if args.session:
         try:
@@ -154,58 +190,38 @@ def _chat(args: argparse.Namespace) -> int:
 
         config = load_config(args.config)
         plugins = [*configured_plugins(config.plugins, source=config.source), open_session_plugin(args.session, args.session_path)]
-    agent = _make_agent(args, plugins=plugins)
-    print("bandoneon chat. Empty line or Ctrl-D to leave.", file=sys.stderr)
-    try:
-        while True:
-            try:
-                prompt = input("> ").strip()
-            except EOFError:
-                break
-            if not prompt:
-                break
-            result = agent.run_sync(prompt)
-            print(result.text or f"[no answer: {result.stop}]")
-    finally:
-        agent.close()
-    return 0
+    return Chat(_make_agent(args, plugins=plugins), switch_model=_switch_model).run()
+
+
+def _switch_model(agent: Any, model: str) -> Any:
+    """``/model MODEL``: the same agent on another model, with the conversation so far."""
+    switched = agent.fork(model=model)
+    agent.close()
+    return switched
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    from .plugins import default_plugin_classes, installed_plugins, policy_pack_classes
+    from .config import load_config
+    from .listing import format_table, plugin_rows
 
-    found = installed_plugins()
-    if not found:
-        print("no plugins installed")
-        return 0
-    defaults = set(default_plugin_classes())
-    packs = set(policy_pack_classes())
-    rows = []
-    for name, entry in sorted(found.items()):
-        cls = entry.load()
-        if cls is None:
-            rows.append((name, entry.distribution or "?", entry.version or "?", "BROKEN", entry.error or "", ""))
-            continue
-        status = "policy pack (always on)" if cls in packs else ("default" if cls in defaults else "opt-in")
-        hooks = ", ".join(sorted(_implemented_hooks(cls)))
-        cost = f"{(entry.import_seconds or 0) * 1000:.1f} ms"
-        rows.append((name, entry.distribution or "?", entry.version or "?", status, hooks, cost))
-    width = [max(len(str(row[i])) for row in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(str(row[i]).ljust(width[i]) for i in range(4)) + f"  import {row[5]}" + (f"\n    hooks: {row[4]}" if row[4] else ""))
+    rows = plugin_rows(load_config(args.config))
+    if args.json:
+        print(json.dumps([row.to_json() for row in rows], indent=2))
+    elif not rows:
+        print("no plugins installed (pip install bandoneon-<name>; see the README's plugin table)")
+    else:
+        print(format_table(rows))
     return 0
-
-
-def _implemented_hooks(cls: type) -> set[str]:
-    from . import hookspecs
-
-    return {name for name in dir(cls) if hasattr(hookspecs, name) and hasattr(getattr(cls, name), "bandoneon_impl")}
 
 
 def _init(args: argparse.Namespace) -> int:
     from .config import write_default_config
 
-    write_default_config(Path(args.path), model=args.model)
+    path = Path(args.path)
+    if path.exists():
+        print(f"bandoneon: {path} already exists; not overwriting it (edit it, or write a new one elsewhere with --path FILE)", file=sys.stderr)
+        return 1
+    write_default_config(path, model=args.model)
     print(f"wrote {args.path}")
     return 0
 
@@ -286,7 +302,11 @@ def _tools_check(args: argparse.Namespace) -> int:
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
     measured = sum(1 for f in findings if f.severity == "size")
-    print(f"{len(tools)} tools checked" + (f", {measured} results measured" if measured else "") + f": {errors} errors, {warnings} warnings")
+    print(
+        f"{plural(len(tools), 'tool')} checked"
+        + (f", {plural(measured, 'result')} measured" if measured else "")
+        + f": {plural(errors, 'error')}, {plural(warnings, 'warning')}"
+    )
     return 1 if errors or (args.strict and warnings) else 0
 
 

@@ -42,6 +42,7 @@ from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn, Usage
 from .output import OUTPUT_TOOL, OutputInvalid
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
+from .text import plural
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -180,7 +181,7 @@ async def _turns(run: RunContext) -> Stop:
     rounds = Rounds()
     while True:
         if run.turn >= agent.max_turns:
-            return Stop("max_turns", f"no answer after {agent.max_turns} turns (max_turns={agent.max_turns})")
+            return Stop("max_turns", f"no answer after {plural(agent.max_turns, 'turn')} (max_turns={agent.max_turns})")
         if agent.cancel_requested:
             raise asyncio.CancelledError
         stop = await _turn(run, rounds)

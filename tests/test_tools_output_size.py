@@ -60,7 +60,7 @@ def test_examples_are_run_and_a_big_result_is_a_warning_that_says_how_to_shrink(
     big = [line for line in out.splitlines() if line.startswith("WARNING export_orders({})")]
     assert len(big) == 1
     assert "of the window (limit 5%)" in big[0] and "paginate" in big[0] and "summarise" in big[0] and "return a handle" in big[0]
-    assert "3 results measured: 0 errors, 1 warnings" in out
+    assert "3 results measured: 0 errors, 1 warning" in out
     assert cli(["tools", "check", "orders.py", "--strict"]) == 1
 
 
@@ -77,7 +77,7 @@ def test_sample_runs_a_plain_function_on_json_arguments(library, capsys):
     out = capsys.readouterr().out
     text = json.dumps(["A-0", "A-1", "A-2"])
     assert f'SIZE    search_orders({{"text": "A", "limit": 3}}): result of {len(text)} characters' in out
-    assert "0 tools checked, 1 results measured" in out
+    assert "0 tools checked, 1 result measured" in out
 
 
 def test_a_tool_error_is_measured_as_the_error_the_model_reads(library, capsys):

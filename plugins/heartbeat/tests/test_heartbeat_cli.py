@@ -66,7 +66,7 @@ def test_once_respects_max_ticks_across_invocations(config, tmp_path, server, ca
     assert main(["heartbeat", str(path), "--once"]) == 0
     out = capsys.readouterr().out
     assert "tick 1: quiet" in out and "tick 2: quiet" in out
-    assert "heartbeat finished: max_ticks (2 ticks)" in out
+    assert "heartbeat finished: max_ticks (2 ticks in all)" in out
     assert server.requests == []  # a quiet tick never calls the model
     assert state_of(tmp_path)["ticks"] == 2
 
@@ -78,12 +78,12 @@ def test_ticks_missed_while_nothing_ran_are_reported(config, tmp_path, capsys):
     state["last_tick_at"] = time.time() - 5.5 * 3600
     (tmp_path / "pet.state.json").write_text(json.dumps(state))
     assert main(["heartbeat", str(path), "--once"]) == 0
-    assert "4 tick(s) were missed while nothing ran" in capsys.readouterr().out
+    assert "4 ticks were missed while nothing ran" in capsys.readouterr().out
 
 
 def test_the_in_process_timer_runs_until_a_fuse(config, tmp_path, capsys):
     assert main(["heartbeat", str(config(interval=0.01, max_ticks=2))]) == 0
-    assert "heartbeat finished: max_ticks after 2 ticks (0 woke the model)" in capsys.readouterr().out
+    assert "heartbeat finished: max_ticks after 2 ticks; 0 of this run's 2 ticks woke the model" in capsys.readouterr().out
 
 
 def test_a_second_process_on_the_same_heartbeat_drops_its_tick(config, tmp_path, capsys):

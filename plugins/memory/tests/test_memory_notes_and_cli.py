@@ -157,7 +157,7 @@ def test_cli_lists_the_notes_of_one_scope_only(tmp_path, capsys):
 def test_cli_lists_the_scopes_with_their_counts(tmp_path, capsys):
     seed(tmp_path)
     assert cli("memory", "list", "--db", str(tmp_path / "m.db")) == 0
-    assert capsys.readouterr().out.split("\n")[:2] == ["alice\t2 notes", "bob\t1 notes"]
+    assert capsys.readouterr().out.split("\n")[:2] == ["alice\t2 notes", "bob\t1 note"]
 
 
 def test_cli_forgets_a_note_within_its_scope(tmp_path):

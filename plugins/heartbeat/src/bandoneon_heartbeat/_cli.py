@@ -25,7 +25,7 @@ from ._heartbeat import TickOutcome
 
 
 def add_command(subparsers: Any) -> None:
-    parser = subparsers.add_parser("heartbeat", help="run a heartbeat from a TOML file", description=__doc__.split("\n\n")[1])
+    parser = subparsers.add_parser("heartbeat", help="run a heartbeat from a TOML file", description=__doc__.split("\n\n")[1].replace("``", ""))
     parser.add_argument("config", help="the heartbeat's TOML file")
     parser.add_argument("--once", action="store_true", help="fire one tick and exit (for cron / systemd timers)")
     parser.add_argument("--model", default=None, help="model string, instead of the file's model")
@@ -64,17 +64,27 @@ def handle(args: argparse.Namespace) -> int:
         return _run(heartbeat, once=args.once)
 
 
+def _missed(count: int) -> None:
+    """Said once, by the command (the library only logs it at INFO)."""
+    if count:
+        print(f"{bandoneon.plural(count, 'tick')} {'was' if count == 1 else 'were'} missed while nothing ran")
+
+
 def _run(heartbeat: Any, *, once: bool) -> int:
     if once:
         outcome = asyncio.run(heartbeat.tick_once())
-        if heartbeat.missed_ticks:
-            print(f"{heartbeat.missed_ticks} tick(s) were missed while nothing ran")
+        _missed(heartbeat.missed_ticks)
         if isinstance(outcome, str):
-            print(f"heartbeat finished: {outcome} ({heartbeat.ticks} ticks)")
+            print(f"heartbeat finished: {outcome} ({bandoneon.plural(heartbeat.ticks, 'tick')} in all)")
             return 0
         return 1 if outcome.outcome in ("run_error", "run_timeout") else 0
     report = asyncio.run(heartbeat.run())
-    if report.missed_ticks:
-        print(f"{report.missed_ticks} tick(s) were missed while the process was down")
-    print(f"heartbeat finished: {report.stop} after {report.ticks} ticks ({report.woken} woke the model)")
+    _missed(report.missed_ticks)
+    here = len(report.outcomes)
+    earlier = report.ticks - here
+    print(
+        f"heartbeat finished: {report.stop} after {bandoneon.plural(report.ticks, 'tick')}"
+        + (f" ({earlier} in earlier runs)" if earlier > 0 else "")
+        + f"; {report.woken} of this run's {bandoneon.plural(here, 'tick')} woke the model"
+    )
     return 0

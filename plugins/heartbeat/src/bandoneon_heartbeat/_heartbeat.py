@@ -190,7 +190,7 @@ class Heartbeat:
         if self._state.last_tick_at is not None:
             self.missed_ticks = max(0, math.floor((now - self._state.last_tick_at) / self.interval))
             if self.missed_ticks:
-                log.warning("%d heartbeat tick(s) were missed while the process was down", self.missed_ticks)
+                log.info("%d heartbeat tick(s) were missed while the process was down", self.missed_ticks)
         return now
 
     def _fuse(self, now: float) -> str | None:

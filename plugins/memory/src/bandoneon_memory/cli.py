@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 import bandoneon
 
 from .notes_file import NotesFile
-from .store import SqliteStore, default_memory_path
+from .store import SqliteStore, check_scope, default_memory_path
 
 __all__ = ["add_commands"]
 
@@ -36,6 +37,10 @@ def add_commands(subparsers: Any) -> None:
     forget.set_defaults(handler=forget_command)
 
 
+def _store_exists(db: str | None) -> bool:
+    return Path(db or default_memory_path()).expanduser().exists()
+
+
 def _fail(message: str) -> int:
     print(f"bandoneon memory: {message}", file=sys.stderr)
     return 2
@@ -52,11 +57,16 @@ def list_command(args: argparse.Namespace) -> int:
             if not notes:
                 print(f"no notes for scope {args.scope!r}")
             return 0
+        if args.scope:
+            check_scope(args.scope)
+        if not _store_exists(args.db):  # reading must not create an empty database where none was
+            print(f"no memory store at {args.db or default_memory_path()} (nothing has been remembered there yet)")
+            return 0
         store = SqliteStore(args.db)
         if not args.scope:
             scopes = store.scopes_sync()
             for scope, count in scopes:
-                print(f"{scope}\t{count} notes")
+                print(f"{scope}\t{bandoneon.plural(count, 'note')}")
             if not scopes:
                 print(f"no notes in {store.path}")
             return 0
@@ -80,9 +90,11 @@ def forget_command(args: argparse.Namespace) -> int:
             for number in numbers:  # highest first, so the numbers of the others do not move
                 print(f"forgot: {notes_file.forget(number)}")
             return 0
+        if not _store_exists(args.db):
+            return _fail(f"no memory store at {args.db or default_memory_path()}: nothing to forget")
         store = SqliteStore(args.db)
         if args.all:
-            print(f"forgot {store.forget_all_sync(args.scope)} notes of scope {args.scope!r}")
+            print(f"forgot {bandoneon.plural(store.forget_all_sync(args.scope), 'note')} of scope {args.scope!r}")
             return 0
         missing = [note_id for note_id in args.ids if not store.forget_sync(args.scope, note_id)]
         for note_id in args.ids:

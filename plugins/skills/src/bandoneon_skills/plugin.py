@@ -248,5 +248,5 @@ def _skills_command(args: argparse.Namespace) -> int:
         print(f"{skill.name}  ({skill.location}){limit}\n    {skill.description}")
     for problem in library.problems:
         print(f"problem: {problem}", file=sys.stderr)
-    print(f"{len(skills)} skill(s), {len(library.problems)} problem(s)")
+    print(f"{bandoneon.plural(len(skills), 'skill')}, {bandoneon.plural(len(library.problems), 'problem')}")
     return 1 if library.problems else 0
