@@ -137,4 +137,4 @@ def test_bandoneon_plugins_shows_the_pack_in_force(capsys):
 
     assert main(["plugins"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("policy-example "))
-    assert "bandoneon-policy-example" in line and "policy pack (always on)" in line
+    assert "bandoneon-policy-example" in line and "  policy pack  " in line
