@@ -173,8 +173,12 @@ class Agent(Generic[DepsT, OutputT]):
         self._handles_approvals = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
         self.tools: dict[str, Tool] = {}
         self._tool_specs: tuple[ToolSpec, ...] = ()
+        built: dict[str, Tool] = {}
         for item in [*tools, *self.hooks.register_tools(self)]:
-            self.add_tool(item)
+            new = _as_tool(item, built)
+            built[new.name] = new
+        self.hooks.check_tools(self, built)
+        self._set_tools(built)
         self._output_specs: dict[tuple[Any, bool, int], OutputSpec | None] = {}
         self._output_spec(output_type)  # a type no model can fill in fails here, not mid-run
         self._messages: list[Message] = []
@@ -205,13 +209,25 @@ class Agent(Generic[DepsT, OutputT]):
         return (self.provider, *self._fallbacks)
 
     def add_tool(self, item: Tool | Callable[..., Any]) -> Tool:
-        """Give the agent one more tool (a ``Tool`` or a typed function)."""
-        new = item if isinstance(item, Tool) else tool(item)
-        if new.name in self.tools:
-            raise ConfigError(f"two tools are named {new.name!r}; tool names must be unique in one agent")
-        self.tools[new.name] = new
-        self._tool_specs = tuple(t.spec for t in self.tools.values())
+        """Give the built agent one more tool (a ``Tool`` or a typed function).
+
+        This is the one way to add a tool after the agent exists (a plugin that learns its
+        tools late, such as an MCP client, goes through it too): every plugin's
+        ``check_tools`` sees the new tool set first, so a policy (the lethal trifecta) holds
+        as it did when the agent was built. A refusal raises ``ConfigError`` and the tool is
+        not added. The next model request offers the tool.
+        """
+        new = _as_tool(item, self.tools)
+        tools = {**self.tools, new.name: new}
+        self.hooks.check_tools(self, tools)
+        self._set_tools(tools)
         return new
+
+    def _set_tools(self, tools: dict[str, Tool]) -> None:
+        # In place: a run in progress holds this very mapping (``RunContext.tools``).
+        self.tools.clear()
+        self.tools.update(tools)
+        self._tool_specs = tuple(t.spec for t in self.tools.values())
 
     @property
     def plugins(self) -> tuple[object, ...]:
@@ -522,8 +538,11 @@ class Agent(Generic[DepsT, OutputT]):
                 await asyncio.gather(task, return_exceptions=True)
 
 
-#: Events that exist only when the reply streams: a listener for one of them turns streaming on.
-_DELTA_EVENTS = ("text_delta", "thinking_delta", "tool_call_delta", "output_delta", "*")
+def _as_tool(item: Tool | Callable[..., Any], existing: Mapping[str, Tool]) -> Tool:
+    new = item if isinstance(item, Tool) else tool(item)
+    if new.name in existing:
+        raise ConfigError(f"two tools are named {new.name!r}; tool names must be unique in one agent")
+    return new
 
 
 def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Provider, dict[str, Any]]:

@@ -12,7 +12,7 @@ import functools
 import inspect
 import logging
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -175,7 +175,9 @@ class Hooks:
 
     Plugins are validated by pluggy (once per class) and called in pluggy's order: ``tryfirst``
     implementations, then the others, then ``trylast``; later-registered first within each
-    group. Implementation lists are computed once, so a hook nobody implements costs one check.
+    group. Policy packs come before all of them, whatever the others declare: no plugin of
+    agent code can answer, refuse or rewrite ahead of the operator's policy. Implementation
+    lists are computed once, so a hook nobody implements costs one check.
     """
 
     def __init__(self, plugins: Iterable[object], *, process_wide: bool = False):
@@ -184,18 +186,19 @@ class Hooks:
         published = [m for m in map(published_hookspecs, self.plugins) if m is not None]
         self.specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
         self._styles = _styles(self.specs)
-        ranked: dict[str, list[tuple[int, int, _Impl]]] = {}
+        ranked: dict[str, list[tuple[bool, int, int, _Impl]]] = {}
         for position, plugin in enumerate(self.plugins):
             name = plugin_name(plugin)
             if name in self._by_name:
                 raise ConfigError(f"plugin {name!r} is activated twice in one agent; pass it once")
             self._by_name[name] = plugin
+            is_pack = bool(getattr(plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin), "is_policy_pack", False))
             for declaration in _declarations(plugin, self.specs, process_wide=process_wide):
                 function = getattr(plugin, declaration.attribute)
                 if declaration.binds_class:
                     function = types.MethodType(function, plugin)
                 impl = _Impl(name, function, declaration.argnames, declaration.kwargnames, declaration.is_async)
-                ranked.setdefault(declaration.hook, []).append((declaration.order, -position, impl))
+                ranked.setdefault(declaration.hook, []).append((not is_pack, declaration.order, -position, impl))
         self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
         for hook, entries in ranked.items():
             entries.sort(key=_rank)
@@ -376,6 +379,9 @@ class Hooks:
     def agent_created(self, agent: Agent) -> None:
         self.call_sync(hookspecs.agent_created, agent=agent)
 
+    def check_tools(self, agent: Agent, tools: Mapping[str, Tool]) -> None:
+        self.call_sync(hookspecs.check_tools, agent=agent, tools=tools)
+
     def register_tools(self, agent: Agent) -> list[Tool]:
         return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
 
@@ -403,8 +409,10 @@ class Hooks:
                 warnings.warn(f"plugin {impl.plugin!r} skipped: its {hook} raised {type(cause).__name__}: {cause}", PluginImportWarning, stacklevel=2)
 
 
-def _rank(entry: tuple[int, int, _Impl]) -> tuple[int, int]:
-    return entry[0], entry[1]
+def _rank(entry: tuple[bool, int, int, _Impl]) -> tuple[bool, int, int]:
+    """Policy packs first (whatever the others declare), then tryfirst/normal/trylast, then the
+    later-registered first."""
+    return entry[0], entry[1], entry[2]
 
 
 @functools.cache

@@ -14,7 +14,8 @@ meta-tests read that declaration. What the styles mean:
 - *Collecting* hooks call every implementation and gather the non-None answers.
 - *Observing* hooks call every implementation; a failure is logged, never fatal.
 - Call order is pluggy's: later-registered first, ``tryfirst``/``trylast`` to pin a place.
-  Policy packs are registered last, so they run first. Hook wrappers are refused.
+  Policy packs run before every other plugin, whatever ``tryfirst`` the others declare.
+  Hook wrappers are refused.
 - Arguments are passed as pluggy passes them: an implementation names the ones it needs, and
   a parameter with a default receives the caller's value.
 - A hook that raises fails the run with ``PluginError`` naming the plugin and the hook; the
@@ -26,7 +27,7 @@ meta-tests read that declaration. What the styles mean:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -217,6 +218,25 @@ def agent_created(agent: Agent) -> None:
     :return: nothing; raise ``ConfigError`` to refuse to build the agent. Must not be async.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec(Calls.COLLECTING, sync=True)
+def check_tools(agent: Agent, tools: Mapping[str, Tool]) -> None:
+    """The agent's tool set is about to become ``tools``: check it (the lethal trifecta), warn,
+    or raise ``ConfigError``.
+
+    Called once when the agent is built (its own tools and every plugin's ``register_tools``,
+    just before ``agent_created``) and again on every later ``agent.add_tool`` (tools that
+    arrive late, such as an MCP server's), so a check cannot be skipped by adding a tool after
+    the agent exists.
+
+    :param agent: the agent (while it is built, its ``tools`` may not be filled in yet).
+    :param tools: every tool the agent will have, by name, the new one included.
+    :return: nothing; raise ``ConfigError`` to refuse: the agent is not built, or the tool is
+        not added. Must not be async.
+
+    .. versionadded:: 0.2
     """
 
 

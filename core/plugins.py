@@ -282,20 +282,46 @@ def _configured_plugin(name: str, source: str) -> type:
 
 
 def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[object]:
-    """The plugin instances for one agent: what it asked for (or the defaults), then policy packs."""
-    packs = policy_pack_classes()  # loads the installed plugins first, so that every one is known by its name
+    """The plugin instances for one agent: what it asked for (or the defaults), then policy packs.
+
+    Installed policy packs are built here, fresh for every agent, from the environment. What
+    agent code passes cannot stand in for one: an instance of an installed pack (a parent's,
+    handed to a subagent or a fork) is the same enforcement and is dropped in favour of the
+    fresh one; anything else that uses a pack's name or calls itself a policy pack (a subclass,
+    the same policy under another name) is refused. Only ``BANDONEON_DISABLED_PLUGINS`` and
+    ``BANDONEON_PLUGINS`` (the operator's environment) switch a pack off.
+    """
+    # policy_pack_classes() loads the installed plugins first, so that every one is known by its name.
+    packs = {plugin_name(cls): cls for cls in policy_pack_classes()}
     if plugins is None:
         chosen = configured_plugins()
     elif isinstance(plugins, Mapping):
+        for name, options in plugins.items():
+            if name in packs and options:
+                raise ConfigError(_pack_refusal(name, "configure"))
         chosen = [build_plugin(load_plugin(name), options, source=source) for name, options in plugins.items()]
     else:
         chosen = [build_plugin(load_plugin(p), source=source) if isinstance(p, str) else p for p in plugins]
-    names = {plugin_name(p) for p in chosen}
-    for cls in packs:
-        if plugin_name(cls) in names:
+    kept = []
+    for plugin in chosen:
+        cls = plugin if isinstance(plugin, type) else type(plugin)
+        name = plugin_name(plugin)
+        if name in packs and cls is packs[name]:
+            continue  # the installed pack itself: the fresh instance below is the one that enforces
+        if name in packs:
+            raise ConfigError(_pack_refusal(name, "replace"))
+        if getattr(cls, "is_policy_pack", False):
             raise ConfigError(
-                f"{plugin_name(cls)!r} is an installed policy pack: it is active in every agent as the operator "
-                "installed it, and agent code can neither replace nor configure it (operators: BANDONEON_DISABLED_PLUGINS)"
+                f"plugin {name!r} calls itself a policy pack, but it is not installed as one: policy packs come "
+                "from the environment (an installed distribution), never from agent code; pass it as an ordinary "
+                "plugin without is_policy_pack, or install it"
             )
-        chosen.append(build_plugin(cls, source="policy pack"))
-    return chosen
+        kept.append(plugin)
+    return [*kept, *(build_plugin(cls, source="policy pack") for cls in packs.values())]
+
+
+def _pack_refusal(name: str, verb: str) -> str:
+    return (
+        f"{name!r} is an installed policy pack: it is active in every agent as the operator installed it, and agent "
+        f"code can neither replace nor configure it (asked to {verb} it; operators: BANDONEON_DISABLED_PLUGINS)"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -16,6 +17,7 @@ from . import hookspecs
 from .decisions import Refuse, Respond
 from .errors import ToolError
 from .events import ToolEnd, ToolRefused, ToolStart
+from .masking import mask_error_message
 from .messages import Message, ToolCall, ToolResult
 from .tools import ArgumentsError, Tool
 
@@ -166,8 +168,9 @@ async def _run_one(
         if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
             content = f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request."
         else:
-            log.warning("tool %s raised", tool.name, exc_info=True)
-            content = f"{tool.name} failed: {exc}" if str(exc) else f"{tool.name} failed ({type(exc).__name__})."
+            log.warning("tool %s raised", tool.name, exc_info=True)  # the full message and traceback stay here
+            message = mask_error_message(str(exc), project=run.agent.cwd or Path.cwd())
+            content = f"{tool.name} failed: {message}" if message else f"{tool.name} failed ({type(exc).__name__})."
     except asyncio.CancelledError:
         raise
     except BaseException as exc:

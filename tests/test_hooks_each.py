@@ -129,6 +129,37 @@ def test_agent_created_can_refuse_to_build_an_agent():
         agent_with(Trifecta(), model=ScriptedModel())
 
 
+def test_check_tools_sees_every_tool_set_and_a_refusal_adds_nothing():
+    seen = []
+
+    class OnlyThreeTools:
+        @hookimpl
+        def check_tools(self, agent, tools):
+            seen.append(sorted(tools))
+            if len(tools) > 2:
+                raise bandoneon.ConfigError("at most two tools")
+
+    @bandoneon.tool
+    def pong() -> str:
+        """Answer a ping."""
+        return "ping"
+
+    @bandoneon.tool
+    def echo(text: str) -> str:
+        """Repeat the text."""
+        return text
+
+    model = ScriptedModel(call("pong"), "done")
+    agent = agent_with(OnlyThreeTools(), model=model)
+    agent.add_tool(pong)
+    with pytest.raises(bandoneon.ConfigError, match="at most two"):
+        agent.add_tool(echo)
+    assert seen == [["ping"], ["ping", "pong"], ["echo", "ping", "pong"]]
+    assert sorted(agent.tools) == ["ping", "pong"]
+    assert agent.run_sync("go").ok
+    assert [t.name for t in model.requests[0].tools] == ["ping", "pong"]
+
+
 def test_before_and_after_run_bracket_every_run_even_a_failing_one():
     seen = []
 

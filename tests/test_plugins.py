@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -152,6 +153,7 @@ def book_ticket(seat_class: str) -> str:
     return f"booked {seat_class}"
 
 
+@pytest.mark.pack_free  # the example pack decides book_ticket first; this test is about the order of agent plugins alone
 def test_async_hook_implementations_are_awaited():
     class AsyncPolicy:
         @hookimpl
@@ -164,6 +166,7 @@ def test_async_hook_implementations_are_awaited():
     assert model.requests[1].messages[-1].content == "first class needs approval"
 
 
+@pytest.mark.pack_free  # the example pack decides book_ticket first; this test is about the order of agent plugins alone
 def test_first_answer_wins_and_later_implementations_are_not_called():
     called: list[str] = []
 
@@ -187,6 +190,7 @@ def test_first_answer_wins_and_later_implementations_are_not_called():
     assert called == ["early"]
 
 
+@pytest.mark.pack_free  # the example pack decides book_ticket first; this test is about the order of agent plugins alone
 def test_after_tool_execution_is_chained_in_order():
     class Redact:
         name = "redact"
@@ -287,3 +291,72 @@ def test_agent_code_cannot_replace_a_policy_pack_with_a_plugin_of_the_same_name(
         bandoneon.Agent(ScriptedModel(), plugins=[Impostor()], context_files=False)
     with pytest.raises(bandoneon.ConfigError, match="installed policy pack"):
         bandoneon.Agent(ScriptedModel(), plugins={"shout": {"word": "quiet"}}, context_files=False)
+
+
+def test_a_pack_instance_handed_on_by_agent_code_is_the_installed_enforcement_again(site):
+    """A parent's pack passed to a child (a subagent, a fork) is neither an error nor a second copy."""
+    shout(site, is_policy_pack=True)
+    parent = bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False)
+    model = ScriptedModel("ok")
+    child = bandoneon.Agent(model, plugins=list(parent.plugins), context_files=False)
+    child.run_sync("hi")
+    assert model.requests[0].system_prompt == "HEY"
+    assert [bandoneon.plugin_name(p) for p in child.plugins] == ["shout"]
+    assert child.plugin("shout") is not parent.plugin("shout")
+    assert bandoneon.Agent(ScriptedModel(), plugins=["shout"], context_files=False).plugin("shout").word == "HEY"
+
+
+def test_agent_code_cannot_bring_its_own_policy_pack(site):
+    shout(site, is_policy_pack=True)
+    installed = bandoneon.load_plugin("shout")
+
+    class QuietSubclass(installed):
+        name = "quiet"
+
+    class OwnPack:
+        name = "own"
+        is_policy_pack = True
+
+    for impostor in (QuietSubclass(word=""), OwnPack()):
+        with pytest.raises(bandoneon.ConfigError, match="not installed as one"):
+            bandoneon.Agent(ScriptedModel(), plugins=[impostor], context_files=False)
+
+
+def test_an_installed_pack_decides_before_any_plugin_of_agent_code(site):
+    site(
+        "bandoneon-strict",
+        "fake_strict",
+        """
+        import bandoneon
+
+        class Strict:
+            name = "strict"
+            is_policy_pack = True
+
+            @bandoneon.hookimpl
+            def before_tool_execution(self, tool):
+                return bandoneon.Refuse("the policy says no")
+        """,
+        {"strict": "fake_strict:Strict"},
+    )
+
+    class Eager:
+        @hookimpl(tryfirst=True)
+        def before_tool_execution(self, tool):
+            return bandoneon.Respond("agent code says yes")
+
+    @bandoneon.tool
+    def wire_money() -> str:
+        """Send money."""
+        raise AssertionError("must not run")
+
+    model = ScriptedModel(call("wire_money"), "done")
+    bandoneon.Agent(model, plugins=[Eager()], tools=[wire_money], context_files=False).run_sync("go")
+    assert "the policy says no" in model.requests[1].messages[-1].content
+
+
+@pytest.mark.skipif(os.environ.get("BANDONEON_TEST_WITH_PACK") != "1", reason="only under tox -e packed")
+def test_the_packed_environment_really_has_the_pack_in_every_agent():
+    """Guards the `packed` tox env itself: its tests must not run pack-free by accident."""
+    names = [bandoneon.plugin_name(p) for p in bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False).plugins]
+    assert "policy-example" in names

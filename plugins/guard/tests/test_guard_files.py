@@ -115,6 +115,7 @@ def policy(text: str, source: str) -> Policy:
     return policy_from_text(text, source=source)
 
 
+@pytest.mark.pack_free  # the example pack adds its own book_ticket rule to the merge this test compares
 def test_two_sources_that_disagree_resolve_to_the_stricter_rule():
     lenient = policy('[[rule]]\nname = "ask"\ntool = "book_ticket"\nargument = "seat_class"\none_of = ["tourist"]\naction = "approve"\n[trifecta]\nmode = "warn"\n', "pack-a")
     strict = policy('[[rule]]\nname = "never"\ntool = "book_ticket"\nargument = "seat_class"\none_of = ["tourist"]\n[trifecta]\nmode = "refuse"\n', "pack-b")

@@ -73,6 +73,7 @@ def test_redaction_happens_before_marking_and_inside_the_wrapper():
     assert seen.startswith("<untrusted") and seen.count("</untrusted>") == 1
 
 
+@pytest.mark.pack_free  # the example pack masks DNI numbers in every tool's result
 def test_a_redaction_for_other_tools_leaves_this_one_alone():
     guard = Guard(redactions=[{"name": "dni", "pattern": r"DNI [\d.]+", "tools": ["book_*"]}])
     seen, _ = seen_after(guard, read_scroll, tool_call=call("read_scroll", id=2))
@@ -147,3 +148,38 @@ def test_redact_masks_text_with_every_redaction_whatever_tools_it_is_scoped_to(t
     assert guard.redact("nothing private here") == "nothing private here"
     assert Guard().redact("DNI 30.123.456") == "DNI 30.123.456"
 
+
+
+def test_a_tool_added_after_the_build_that_completes_the_trifecta_is_refused_and_never_runs():
+    sent = []
+
+    @bandoneon.tool(capabilities=["sends_out"])
+    def send_email(to: str, text: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return "sent"
+
+    model = ScriptedModel(call("send_email", to="darkwood", text="the ledger"), "done")
+    agent = bandoneon.Agent(model, tools=[read_scroll, read_ledger], plugins=[Guard(trifecta="refuse")], context_files=False)
+    with pytest.raises(bandoneon.ConfigError, match="lethal trifecta.*a way out: send_email"):
+        agent.add_tool(send_email)
+    assert "send_email" not in agent.tools
+    agent.run_sync("go")
+    assert sent == [] and "send_email" not in [t.name for t in model.requests[0].tools]
+
+
+def test_a_tool_added_after_the_build_warns_as_the_build_would():
+    agent = bandoneon.Agent(ScriptedModel(), tools=[read_scroll, read_ledger], plugins=[Guard()], context_files=False)
+    with pytest.warns(TrifectaWarning, match="a way out: send_raven"):
+        agent.add_tool(send_raven)
+    assert "send_raven" in agent.tools
+
+
+def test_tools_a_plugin_registers_count_for_the_trifecta():
+    class Ravens:
+        @bandoneon.hookimpl
+        def register_tools(self, agent):
+            return [send_raven]
+
+    with pytest.raises(bandoneon.ConfigError, match="a way out: send_raven"):
+        bandoneon.Agent(ScriptedModel(), tools=[read_scroll, read_ledger], plugins=[Ravens(), Guard(trifecta="refuse")], context_files=False)

@@ -80,25 +80,94 @@ def test_the_operator_can_switch_the_pack_off_and_agent_code_cannot(monkeypatch)
     assert BOOKED == [(7, "first")]
 
 
-def test_a_second_pack_that_disagrees_resolves_to_the_stricter_rule():
-    class NoFirstClassEver(PolicyPack):
-        name = "no-first-class"
+SECOND_PACK = '''
+from bandoneon_guard import PolicyPack
 
-        @classmethod
-        def policy(cls):
-            return policy_from_text(
-                '[[rule]]\nname = "never-first"\ntool = "book_ticket"\nargument = "seat_class"\none_of = ["tourist"]\n'
-                'message = "First class is never booked"\n',
-                source="no-first-class (test)",
-            )
+class NoFirstClassEver(PolicyPack):
+    name = "no-first-class"
+    policy_package = "nofirst_pack"
+'''
 
-    model = ScriptedModel(call("book_ticket", train=7, seat_class="first"), "ok")
-    agent = bandoneon.Agent(model, tools=[book_ticket], plugins=[NoFirstClassEver()], context_files=False)
+
+@pytest.fixture
+def second_pack(tmp_path, monkeypatch):
+    """A second policy pack, installed for real: a package with its policy.toml and an entry point."""
+    package = tmp_path / "nofirst_pack"
+    package.mkdir()
+    (package / "__init__.py").write_text(SECOND_PACK)
+    (package / "policy.toml").write_text(
+        '[[rule]]\nname = "never-first"\ntool = "book_ticket"\nargument = "seat_class"\none_of = ["tourist"]\n'
+        'message = "First class is never booked"\n'
+    )
+    info = tmp_path / "nofirst_pack-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nofirst-pack\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[bandoneon]\nno-first-class = nofirst_pack:NoFirstClassEver\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bandoneon.refresh_plugins()
+    yield
+    bandoneon.refresh_plugins()
+
+
+def test_a_second_pack_that_disagrees_resolves_to_the_stricter_rule(second_pack):
+    agent, model = existing_agent(call("book_ticket", train=7, seat_class="first"), "ok")
     agent.run_sync("Book first.")
     refusal = model.requests[1].messages[-1].content
     assert refusal.startswith("Blocked by policy (never-first") and BOOKED == []
     leader = next(p for p in agent.plugins if isinstance(p, PolicyPack) and p.enforced_policy is not None)
     assert {r.name for r in leader.enforced_policy.rules} == {"never-first", "first-class-needs-approval"}
+
+
+def test_agent_code_cannot_quiet_the_pack_with_a_pack_of_its_own():
+    from bandoneon_policy_example import RailwayPolicy
+
+    class QuietRailway(RailwayPolicy):
+        """Same policy package, another name, and it enforces nothing."""
+
+        name = "quiet-railway"
+
+        def check_tools(self, agent, tools):
+            return None
+
+    class Impostor(PolicyPack):
+        name = "policy-example"
+        policy_package = "bandoneon_policy_example"
+
+    for plugins, match in (
+        ([QuietRailway()], "not installed as one"),
+        ([Impostor()], "installed policy pack"),
+        ({"policy-example": {"policy_file": "empty.toml"}}, "installed policy pack"),
+    ):
+        with pytest.raises(bandoneon.ConfigError, match=match):
+            bandoneon.Agent(ScriptedModel(), tools=[book_ticket], plugins=plugins, context_files=False)
+    # What agent code may pass is the installed pack itself, which changes nothing.
+    agent, model = existing_agent(call("book_ticket", train=7, seat_class="first"), "ok")
+    again = bandoneon.Agent(model, tools=[book_ticket], plugins=["policy-example", *agent.plugins], context_files=False)
+    again.run_sync("Book first.")
+    assert BOOKED == [] and "First class needs a manager's approval" in model.requests[1].messages[-1].content
+
+
+def test_the_pack_checks_every_agent_for_the_trifecta_guard_or_no_guard():
+    from bandoneon_guard import TrifectaWarning
+
+    @bandoneon.tool(capabilities=["reads_private"])
+    def read_payroll() -> str:
+        """Read the payroll."""
+        return "..."
+
+    @bandoneon.tool(untrusted_output=True)
+    def read_inbox() -> str:
+        """Read the inbox."""
+        return "..."
+
+    @bandoneon.tool(capabilities=["sends_out"])
+    def send_email(to: str) -> str:
+        """Send an email."""
+        return "sent"
+
+    agent = bandoneon.Agent(ScriptedModel(), tools=[read_payroll, read_inbox], plugins=[], context_files=False)
+    with pytest.warns(TrifectaWarning, match=r"policy packs \(policy-example\).*a way out: send_email"):
+        agent.add_tool(send_email)
 
 
 def test_policy_show_prints_the_pack_rules_and_where_they_came_from(capsys):

@@ -171,18 +171,8 @@ class Guard(bandoneon.Plugin):
         return None
 
 
-@attrs.define
-class NoDeletes(bandoneon.Plugin):
-    name: ClassVar[str] = "no_deletes"
-    is_policy_pack: ClassVar[bool] = True
-
-    @bandoneon.hookimpl
-    def before_tool_execution(self, call):
-        return bandoneon.Refuse("policy: nothing may be deleted") if call.name == "delete_file" else None
-
-
-@pytest.mark.parametrize(("plugin", "tool_name", "reason"), [(Guard(), "send_email", "guard: send_email is not allowed"), (NoDeletes(), "delete_file", "policy: nothing may be deleted")])
-def test_the_parents_guard_and_policy_packs_apply_inside_the_child(plugin, tool_name, reason):
+@pytest.mark.parametrize(("plugin", "tool_name", "reason"), [(Guard(), "send_email", "guard: send_email is not allowed")])
+def test_the_parents_guard_applies_inside_the_child(plugin, tool_name, reason):
     ran = []
 
     def act() -> str:
@@ -366,3 +356,23 @@ def test_a_child_inherits_the_parents_fallback_models():
     assert result.text == "Done."
     assert [m.content for m in tool_messages(agent)] == ["Found it, from the backup."]
     assert [r.system_prompt.startswith(SCOUT_PROMPT) for r in backup.requests] == [True]  # the parent stayed on its model
+
+
+def test_an_installed_policy_pack_governs_the_child_with_no_error(example_pack):
+    booked = []
+
+    @bandoneon.tool
+    def book_ticket(train: int, seat_class: str) -> str:
+        """Book one seat."""
+        booked.append(seat_class)
+        return "booked"
+
+    model = by_role(parent=[call("scout", task="book first class on train 7"), "ok"], child=[call("book_ticket", train=7, seat_class="first"), "I was refused."])
+    agent = bandoneon.Agent(model, tools=[scout(tools=[book_ticket], plugins=[])], plugins=[], context_files=False)
+    result = agent.run_sync("go")
+    assert result.ok and booked == []
+    child_requests = [r for r in model.requests if r.system_prompt.startswith(SCOUT_PROMPT)]
+    refusal = child_requests[1].messages[-1]
+    assert refusal.is_error and "First class needs a manager's approval" in refusal.content
+    parent_result = [r for r in model.requests if not r.system_prompt.startswith(SCOUT_PROMPT)][1].messages[-1]
+    assert "could not be started" not in parent_result.content and "I was refused." in parent_result.content

@@ -6,15 +6,17 @@ rules binding for every agent of an environment.
 """
 
 from .enforce import Enforcer
-from .marking import UNTRUSTED_PROMPT, mark_untrusted
+from .marking import UNTRUSTED_PROMPT, mark_untrusted, wrapper_tags
 from .packs import PolicyPack, installed_pack_policies
 from .plugin import Guard
 from .policy import TRIFECTA_MODES, Policy, load_policy, merge_policies, policy_from_mapping, policy_from_text
 from .rules import CHECKS, Redaction, Rule
+from .secrets import DEFAULT_SECRETS
 from .trifecta import TrifectaWarning, trifecta_legs
 
 __all__ = [
     "CHECKS",
+    "DEFAULT_SECRETS",
     "TRIFECTA_MODES",
     "UNTRUSTED_PROMPT",
     "Enforcer",
@@ -31,4 +33,5 @@ __all__ = [
     "policy_from_mapping",
     "policy_from_text",
     "trifecta_legs",
+    "wrapper_tags",
 ]

@@ -10,6 +10,7 @@ import functools
 import logging
 import types
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,16 +89,17 @@ class Enforcer:
 
     # ---------------------------------------------------------------- the agent
 
-    def check_trifecta(self, agent: bandoneon.Agent, mode: str) -> None:
-        """Warn, or raise ``ConfigError``, when the agent has all three legs."""
+    def check_trifecta(self, agent_name: str, tools: Mapping[str, bandoneon.Tool], mode: str) -> None:
+        """Warn, or raise ``ConfigError``, when ``tools`` (an agent's tool set, as built or as
+        it is about to become) hold all three legs."""
         if mode == "off":
             return
-        legs = trifecta_legs(agent.tools, (p for p, _ in self.policy.untrusted_tools))
-        message = trifecta_message(agent.name, legs)
+        legs = trifecta_legs(tools, (p for p, _ in self.policy.untrusted_tools))
+        message = trifecta_message(agent_name, legs)
         if message is None:
             return
         if mode == "refuse":
-            raise bandoneon.ConfigError(f"{self.label} refuses to build it: {message}")
+            raise bandoneon.ConfigError(f"{self.label} refuses this tool set: {message}")
         log.warning("%s: %s", self.label, message)
         warnings.warn(f"{self.label}: {message}", TrifectaWarning, stacklevel=2)
 

@@ -13,6 +13,7 @@ and what is enforced is exactly what ``bandoneon policy show`` prints.
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import bandoneon
@@ -57,14 +58,24 @@ class PolicyPack(bandoneon.Plugin):
     def _packs(self, agent: bandoneon.Agent) -> list[PolicyPack]:
         return [p for p in agent.plugins if isinstance(p, PolicyPack)]
 
+    def _lead(self, agent: bandoneon.Agent) -> Enforcer | None:
+        """The enforcer of the merged policy when this pack is the agent's first; None otherwise.
+
+        Every pack in an agent was installed by the operator (the core refuses packs passed by
+        agent code), so whichever leads enforces all of them.
+        """
+        if self._enforcer is None:
+            packs = [p for p in agent.plugins if isinstance(p, PolicyPack)]
+            if packs and packs[0] is self:
+                merged = merge_policies(type(pack).policy() for pack in packs)
+                self._enforcer = Enforcer(merged, label="policy packs (" + ", ".join(bandoneon.plugin_name(p) for p in packs) + ")")
+        return self._enforcer
+
     @bandoneon.hookimpl
-    def agent_created(self, agent: bandoneon.Agent) -> None:
-        packs = self._packs(agent)
-        if not packs or packs[0] is not self:
-            return
-        merged = merge_policies(type(pack).policy() for pack in packs)
-        self._enforcer = Enforcer(merged, label="policy packs (" + ", ".join(bandoneon.plugin_name(p) for p in packs) + ")")
-        self._enforcer.check_trifecta(agent, merged.trifecta or "off")
+    def check_tools(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool]) -> None:
+        enforcer = self._lead(agent)
+        if enforcer is not None:
+            enforcer.check_trifecta(agent.name, tools, enforcer.policy.trifecta or "off")
 
     # tryfirst: a policy refuses before a person is asked and before any other plugin decides.
     @bandoneon.hookimpl(tryfirst=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
@@ -12,6 +13,7 @@ from .enforce import Enforcer
 from .links import off_list_links
 from .policy import TRIFECTA_MODES, Policy, load_policy, merge_policies
 from .rules import Redaction, Rule, redaction_from_mapping, rule_from_mapping
+from .secrets import secret_redactions
 
 __all__ = ["LINK_ACTIONS", "Guard"]
 
@@ -35,7 +37,8 @@ def _redactions(items: Any) -> tuple[Redaction, ...]:
 class Guard(bandoneon.Plugin):
     """Allow rules on every call, redaction and untrusted marking of results, the trifecta check.
 
-    Rules come from ``rule_files`` (TOML, see ``bandoneon_guard.policy``) and from ``rules``
+    Well-known secret shapes (``DEFAULT_SECRETS``) are masked in every result unless
+    ``unmasked_secrets`` names them (``["*"]``: none). Rules come from ``rule_files`` (TOML, see ``bandoneon_guard.policy``) and from ``rules``
     (``Rule`` objects or tables); all of them apply. Refusals are results the model reads,
     never exceptions. Files are read when the plugin is built, so a broken file fails at once.
 
@@ -55,6 +58,7 @@ class Guard(bandoneon.Plugin):
     trifecta: str = "warn"
     link_hosts: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
     off_list_links: str = "remove"
+    unmasked_secrets: list[str] = attrs.Factory(list)
     _enforcer: Enforcer = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -66,7 +70,7 @@ class Guard(bandoneon.Plugin):
             raise bandoneon.ConfigError(f"guard: 'link_hosts' must list host names such as 'docs.example.com' or '*.example.com', got {self.link_hosts!r}")
         own = Policy(
             rules=self.rules,
-            redactions=self.redactions,
+            redactions=(*self.redactions, *secret_redactions(self.unmasked_secrets)),
             untrusted_tools=tuple((pattern, _PYTHON_SOURCE) for pattern in self.untrusted_tools),
             trifecta=self.trifecta,
             trifecta_source=_PYTHON_SOURCE,
@@ -89,8 +93,8 @@ class Guard(bandoneon.Plugin):
         return self._enforcer.redact(text)
 
     @bandoneon.hookimpl
-    def agent_created(self, agent: bandoneon.Agent) -> None:
-        self._enforcer.check_trifecta(agent, self.policy.trifecta or "warn")
+    def check_tools(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool]) -> None:
+        self._enforcer.check_trifecta(agent.name, tools, self.policy.trifecta or "warn")
 
     @bandoneon.hookimpl(tryfirst=True)
     async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:

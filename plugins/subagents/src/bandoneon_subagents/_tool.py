@@ -45,14 +45,10 @@ TASK_DESCRIPTION = (
 
 
 def _is_inherited(plugin: object) -> bool:
-    """Policy packs, guard rules and plugins that ask for it (``inherits_to_subagents``:
-    tracing) follow the parent into every child."""
-    cls = type(plugin)
-    return (
-        bool(getattr(cls, "is_policy_pack", False))
-        or bool(getattr(cls, "inherits_to_subagents", False))
-        or bandoneon.plugin_name(plugin) == "guard"
-    )
+    """Guard rules and plugins that ask for it (``inherits_to_subagents``: tracing) follow the
+    parent into every child. Installed policy packs need no handing on: the core puts them in
+    every agent, the child included."""
+    return bool(getattr(type(plugin), "inherits_to_subagents", False)) or bandoneon.plugin_name(plugin) == "guard"
 
 
 def _name_of(plugin: object) -> str:
