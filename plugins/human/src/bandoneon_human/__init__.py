@@ -8,7 +8,7 @@ from .audit import AuditLog
 from .channels import Answer, ApprovalRequest, Callbacks, Channel, HumanQueue, Question, Terminal
 from .events import ApprovalAnswered, ApprovalRequested, Steering
 from .hookspecs import Approved
-from .pending import Pending, answer_pending, read_pending
+from .pending import Pending, PendingTampered, answer_pending, call_digest, read_pending
 from .plugin import Human
 
 __all__ = [
@@ -23,9 +23,11 @@ __all__ = [
     "Human",
     "HumanQueue",
     "Pending",
+    "PendingTampered",
     "Question",
     "Steering",
     "Terminal",
     "answer_pending",
+    "call_digest",
     "read_pending",
 ]

@@ -6,6 +6,12 @@ file's ``answer`` (``bandoneon human answer FILE --yes``, or ``answer_pending``)
 process with the same ``pause_file`` honours the answer when the model asks for the very
 same call again (same tool, same arguments), once.
 
+The file binds the answer to the exact call: it keeps a digest of the tool's name and its
+canonical arguments, what the person is shown is rendered from that same call, and the
+answer records the digest it approved. A file whose call, rendering or answer no longer
+matches its digest is refused (``PendingTampered``) and nothing runs, so editing ``tool`` or
+``arguments`` on disk cannot turn an approved ``drop_claw("penguin")`` into another call.
+
 What this is not: the run's memory. The history has to come back some other way (the
 sessions plugin, or your app), and the model has to call the tool again; ``resume_prompt``
 writes the message that asks it to.
@@ -14,6 +20,7 @@ writes the message that asks it to.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -23,9 +30,37 @@ import attrs
 
 import bandoneon
 
-__all__ = ["Pending", "answer_pending", "consume_pending", "now", "read_pending", "write_pending"]
+__all__ = [
+    "Pending",
+    "PendingTampered",
+    "answer_pending",
+    "call_digest",
+    "consume_pending",
+    "now",
+    "read_pending",
+    "shown_call",
+    "write_pending",
+]
 
-VERSION = 1
+VERSION = 2
+
+
+class PendingTampered(bandoneon.ConfigError):
+    """A pending approval file whose call no longer matches the digest it was written with."""
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def call_digest(tool: str, arguments: dict[str, Any]) -> str:
+    """SHA-256 of the tool name and its canonical (key-sorted) JSON arguments."""
+    return "sha256:" + hashlib.sha256(_canonical({"tool": tool, "arguments": arguments}).encode()).hexdigest()
+
+
+def shown_call(tool: str, arguments: dict[str, Any]) -> str:
+    """The call as a person is shown it: ``drop_claw({"prize": "penguin"})``."""
+    return f"{tool}({json.dumps(arguments, ensure_ascii=False, default=str)})"
 
 
 @attrs.frozen
@@ -37,7 +72,10 @@ class Pending:
     shown: str
     reason: str
     asked_at: str
+    digest: str = ""
     answer: dict[str, Any] | None = None
+    #: Where the plugin that paused keeps its audit log: ``bandoneon human answer`` writes there.
+    audit_log: str | None = None
 
     @property
     def is_answered(self) -> bool:
@@ -48,11 +86,18 @@ class Pending:
         return bool(self.answer and self.answer.get("approved") is True)
 
     def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
-        return self.tool == tool and _canonical(self.arguments) == _canonical(arguments)
+        return self.digest == call_digest(tool, arguments)
 
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    def problem(self) -> str | None:
+        """Why this file cannot be trusted, or None when call, rendering and answer agree."""
+        expected = call_digest(self.tool, self.arguments)
+        if self.digest != expected:
+            return f"its call {shown_call(self.tool, self.arguments)} does not match the digest it was written with"
+        if self.shown != shown_call(self.tool, self.arguments):
+            return f"what it shows ({self.shown}) is not its call ({shown_call(self.tool, self.arguments)})"
+        if self.answer is not None and self.answer.get("digest") != expected:
+            return "its answer was given for another call (the answer's digest differs)"
+        return None
 
 
 def now() -> str:
@@ -69,7 +114,8 @@ def write_pending(path: str | Path, pending: Pending) -> None:
 
 
 def read_pending(path: str | Path) -> Pending | None:
-    """The pending request at ``path``, None if there is none; ``ConfigError`` if it is broken."""
+    """The pending request at ``path``, None if there is none; ``ConfigError`` if it is broken,
+    ``PendingTampered`` if its call was changed after it was written."""
     file = Path(path)
     if not file.exists():
         return None
@@ -77,17 +123,40 @@ def read_pending(path: str | Path) -> Pending | None:
         data = bandoneon.loads_bounded(file.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.pop("version", None) != VERSION:
             raise ValueError(f"unknown version (expected {VERSION})")
-        return Pending(**data)
+        pending = Pending(**data)
     except (OSError, ValueError, TypeError) as exc:
         raise bandoneon.ConfigError(f"{file}: not a pending approval written by bandoneon-human: {exc}") from None
+    problem = pending.problem()
+    if problem is not None:
+        raise PendingTampered(
+            f"{file}: refused: {problem}; the file was changed after it was written, so nothing runs from it. "
+            "Delete it and let the agent ask again."
+        )
+    return pending
 
 
 def answer_pending(path: str | Path, approved: bool, *, by: str = "", note: str = "") -> Pending:
-    """Record a person's answer in the pending file; the next process resumes with it."""
+    """Record a person's answer in the pending file; the next process resumes with it.
+
+    The answer is written to the audit log of the plugin that paused first: when that log
+    cannot be written, ``ConfigError`` and the file keeps no answer (fail closed).
+    """
+    from .audit import AuditLog
+
     pending = read_pending(path)
     if pending is None:
         raise bandoneon.ConfigError(f"{path}: there is no pending approval to answer")
-    answered = attrs.evolve(pending, answer={"approved": approved, "by": by, "note": note, "answered_at": now()})
+    answer = {"approved": approved, "by": by, "note": note, "answered_at": now(), "digest": pending.digest}
+    if pending.audit_log:
+        try:
+            AuditLog(pending.audit_log).write(
+                "approval", run_id=pending.run_id, call_id=pending.call_id, tool=pending.tool, arguments=pending.arguments,
+                shown=pending.shown, digest=pending.digest, reason=pending.reason, outcome="answered_later",
+                approved=approved, by=by, note=note,
+            )
+        except OSError as exc:
+            raise bandoneon.ConfigError(f"{path}: the answer was not recorded: the audit log {pending.audit_log} cannot be written ({exc})") from None
+    answered = attrs.evolve(pending, answer=answer)
     write_pending(path, answered)
     return answered
 

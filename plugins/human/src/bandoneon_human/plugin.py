@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import json
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, ClassVar
 
@@ -28,7 +28,7 @@ from . import hookspecs as human_hooks
 from .audit import AuditLog
 from .channels import Answer, ApprovalRequest, Channel, Question, as_answer, as_channel
 from .events import ApprovalAnswered, ApprovalRequested, Steering
-from .pending import Pending, consume_pending, now, read_pending, write_pending
+from .pending import Pending, call_digest, consume_pending, now, read_pending, shown_call, write_pending
 
 __all__ = ["Human"]
 
@@ -192,13 +192,17 @@ class Human(bandoneon.Plugin):
         if settled is not _NOT_ANSWERED:
             return settled
         plain = bandoneon.unstructure(dict(arguments))
-        shown = f"{tool.name}({json.dumps(plain, ensure_ascii=False, default=str)})"
+        shown = shown_call(tool.name, plain)
         request = ApprovalRequest(uuid.uuid4().hex[:12], run.run_id, tool.name, plain, shown, reason)
-        record = {"run_id": run.run_id, "call_id": call.id, "request_id": request.id, "tool": tool.name, "arguments": plain, "shown": shown, "reason": reason}
+        record = {
+            "run_id": run.run_id, "call_id": call.id, "request_id": request.id, "tool": tool.name, "arguments": plain,
+            "shown": shown, "digest": call_digest(tool.name, plain), "reason": reason,
+        }
         resumed = self._resumed_answer(tool.name, plain)
         if resumed is not None:
             decision = None if resumed.approved else self._denied(shown, resumed.note)
-            self._record("approval", **record, outcome="resumed", approved=resumed.approved, by=resumed.by, note=resumed.note)
+            if not self._record("approval", **record, outcome="resumed", approved=resumed.approved, by=resumed.by, note=resumed.note):
+                decision = self._unrecorded(shown)
             await run.emit(ApprovalAnswered(run.run_id, request.id, call, "resumed", resumed.by, resumed.note))
         else:
             decision, is_final = await self._ask_for_approval(run, call, request, record)
@@ -227,7 +231,10 @@ class Human(bandoneon.Plugin):
             return await self._steered(run, call, correction), False
         elif outcome == "timeout" and self.pause_file:
             outcome = "paused"
-            write_pending(self.pause_file, Pending(run.run_id, call.id, request.tool, request.arguments, request.shown, request.reason, now()))
+            write_pending(self.pause_file, Pending(
+                run.run_id, call.id, request.tool, request.arguments, request.shown, request.reason, now(),
+                digest=record["digest"], audit_log=str(Path(self.audit_log).resolve()) if self.audit_log else None,
+            ))
             self._state(run)["paused"] = f"waiting for a person to approve {request.shown}; answer in {self.pause_file}"
             decision = bandoneon.Refuse(f"Paused: {request.shown} is waiting for a person's approval. The run stops here and resumes when they answer.")
         elif outcome == "timeout":
@@ -242,7 +249,8 @@ class Human(bandoneon.Plugin):
                 "run (no answer means no). Tell the user."
             )
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
-        self._record("approval", **record, outcome=outcome, by=by, note=note, waited_seconds=waited, **fields)
+        if not self._record("approval", **record, outcome=outcome, by=by, note=note, waited_seconds=waited, **fields) and decision is None:
+            outcome, decision = "unrecorded", self._unrecorded(request.shown)
         await run.emit(ApprovalAnswered(run.run_id, request.id, call, outcome, by, note))
         return decision, True
 
@@ -366,10 +374,20 @@ class Human(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- audit
 
-    def _record(self, kind: str, **fields: Any) -> None:
+    def _record(self, kind: str, **fields: Any) -> bool:
+        """Append to the audit log; False (and an error in the log) when it cannot be written."""
         if self._audit is None:
-            return
+            return True
         try:
             self._audit.write(kind, **fields)
         except OSError:
             log.exception("human: the audit log %s cannot be written", self.audit_log)
+            return False
+        return True
+
+    def _unrecorded(self, shown: str) -> bandoneon.Refuse:
+        """An approval the audit log cannot record is no approval: fail closed, and say so."""
+        return bandoneon.Refuse(
+            f"{shown} was approved, but the approval could not be written to the audit log ({self.audit_log}), so it did not "
+            "run: an unrecorded approval is refused. Tell the user the audit log must be fixed."
+        )
