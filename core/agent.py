@@ -230,6 +230,22 @@ class Agent(Generic[DepsT, OutputT]):
         self._tool_specs = tuple(t.spec for t in self.tools.values())
 
     @property
+    def redacts(self) -> bool:
+        """Does any active plugin mask what stores keep (``redact_text``)? Stores may skip work when not."""
+        return self.hooks.implements(hookspecs.redact_text)
+
+    def redact(self, value: Any) -> Any:
+        """``value`` as a store may keep it: every plugin's ``redact_text`` rules (the guard's,
+        the policy packs') applied to each string inside it (a ``Message`` and its tool calls
+        and thinking, dicts, lists, tuples). Other values pass unchanged; with no rules in
+        force, ``value`` itself comes back. Stores call this before they write; what the model
+        reads and what tools receive are not affected.
+        """
+        if not self.redacts:
+            return value
+        return _redacted(value, lambda text: self.hooks.redact_text(self, text))
+
+    @property
     def plugins(self) -> tuple[object, ...]:
         """The active plugin instances, in registration order."""
         return self.hooks.plugins
@@ -536,6 +552,25 @@ class Agent(Generic[DepsT, OutputT]):
                 self._cancel_requested = True
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+
+
+def _redacted(value: Any, mask: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, Message):
+        return attrs.evolve(
+            value,
+            content=mask(value.content),
+            tool_calls=tuple(attrs.evolve(call, arguments=mask(call.arguments)) for call in value.tool_calls),
+            thinking=tuple(attrs.evolve(thought, text=mask(thought.text)) for thought in value.thinking),
+        )
+    if isinstance(value, dict):
+        return {key: _redacted(item, mask) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, mask) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_redacted(item, mask) for item in value)
+    return value
 
 
 def _as_tool(item: Tool | Callable[..., Any], existing: Mapping[str, Tool]) -> Tool:

@@ -382,6 +382,9 @@ class Hooks:
     def check_tools(self, agent: Agent, tools: Mapping[str, Tool]) -> None:
         self.call_sync(hookspecs.check_tools, agent=agent, tools=tools)
 
+    def redact_text(self, agent: Agent, text: str) -> str:
+        return self.call_sync(hookspecs.redact_text, agent=agent, text=text)
+
     def register_tools(self, agent: Agent) -> list[Tool]:
         return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
 

@@ -252,6 +252,23 @@ def agent_closed(agent: Agent) -> None:
     """
 
 
+@hookspec(Calls.CHAINED, chains="text", sync=True)
+def redact_text(agent: Agent, text: str) -> str | None:
+    """Mask in ``text`` what this plugin's rules say no store may keep (keys, IDs).
+
+    Stores call it through ``agent.redact(...)`` before they write: session files, memory
+    notes, trace spans, eval reports, audit records. The model and the tools are not affected
+    (a tool still gets its real arguments); only what is kept is masked.
+
+    :param agent: the agent whose rules apply.
+    :param text: the text about to be stored (already masked by earlier implementations).
+    :return: None to keep ``text`` as it is, or the masked text. Chained in call order
+        (policy packs first). Must not be async: stores call it from synchronous code.
+
+    .. versionadded:: 0.2
+    """
+
+
 @hookspec(Calls.COLLECTING, sync=True)
 def register_tools(agent: Agent) -> Sequence[Tool] | None:
     """Tools this plugin adds to the agent (``load_skill``, ``remember``, ``run_code``...).

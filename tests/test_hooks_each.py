@@ -160,6 +160,28 @@ def test_check_tools_sees_every_tool_set_and_a_refusal_adds_nothing():
     assert [t.name for t in model.requests[0].tools] == ["ping", "pong"]
 
 
+def test_redact_text_masks_what_stores_keep_and_chains_in_order():
+    class NoPins:
+        @hookimpl
+        def redact_text(self, text):
+            return text.replace("1234", "****")
+
+    class NoNames:
+        @hookimpl
+        def redact_text(self, agent, text):
+            return text.replace("Ana", "[name]") if "Ana" in text else None
+
+    agent = agent_with(NoPins(), NoNames(), model=ScriptedModel())
+    message = bandoneon.Message.assistant("Ana's PIN is 1234", [bandoneon.ToolCall("c1", "ping", '{"pin": "1234"}')])
+    stored = agent.redact({"messages": [message], "note": ("Ana", 7)})
+    assert stored["messages"][0].content == "[name]'s PIN is ****"
+    assert stored["messages"][0].tool_calls[0].arguments == '{"pin": "****"}'
+    assert stored["note"] == ("[name]", 7)
+    assert message.content == "Ana's PIN is 1234"  # the original is untouched
+    plain = agent_with(model=ScriptedModel())
+    assert plain.redact(message) is message
+
+
 def test_before_and_after_run_bracket_every_run_even_a_failing_one():
     seen = []
 

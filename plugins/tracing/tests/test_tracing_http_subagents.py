@@ -81,7 +81,8 @@ def test_one_instance_shared_by_agents_redacts_each_run_with_its_own_agents_guar
         name: ClassVar[str] = "guard"
         secret: str = ""
 
-        def redact(self, text: str) -> str:
+        @bandoneon.hookimpl
+        def redact_text(self, text: str) -> str:
             return text.replace(self.secret, "[HIDDEN]")
 
     tracing = Tracing()

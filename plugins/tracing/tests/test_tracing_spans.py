@@ -180,12 +180,13 @@ def test_a_subagent_run_nests_under_the_tool_call_that_started_it():
     assert child_tracing.traces == []  # the child's spans belong to the parent's trace
 
 
-def test_the_guard_plugins_redaction_and_our_own_rules_apply_to_span_attributes():
+def test_the_agents_store_redaction_and_our_own_rules_apply_to_span_attributes():
     @attrs.define
     class Guard(bandoneon.Plugin):
         name: ClassVar[str] = "guard"
 
-        def redact(self, text: str) -> str:
+        @bandoneon.hookimpl
+        def redact_text(self, text: str) -> str:
             return text.replace("Astor", "[NAME]")
 
     model = ScriptedModel(call("putt", meters=3), "Astor holed out, card 4111-1111-1111-1111")

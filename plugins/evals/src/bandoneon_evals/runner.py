@@ -89,7 +89,11 @@ async def run_case(case: Case, make_agent: Callable[..., Any], scorers: Sequence
         return CaseRun(case.id, repeat, "errored", stop="timeout", error=f"the case took longer than {timeout:g}s (per-case timeout)", latency=time.perf_counter() - started, **_usage(usage))
     except Exception as exc:
         usage = agent.usage if agent is not None else bandoneon.Usage()
-        return CaseRun(case.id, repeat, "errored", stop="error", error=f"{type(exc).__name__}: {exc}", latency=time.perf_counter() - started, **_usage(usage))
+        error = f"{type(exc).__name__}: {exc}"
+        return CaseRun(
+            case.id, repeat, "errored", stop="error", error=agent.redact(error) if agent is not None else error,
+            latency=time.perf_counter() - started, **_usage(usage),
+        )
     latency = time.perf_counter() - started
     output = result.text if result.text is not None else ("" if result.answer is None else json.dumps(result.answer, default=str, ensure_ascii=False))
     sample = Sample(case, output, tool_calls_of(result.messages), result, result.usage, latency)
@@ -99,15 +103,17 @@ async def run_case(case: Case, make_agent: Callable[..., Any], scorers: Sequence
         status: Status = "errored"
     else:
         status = "passed" if all(s.passed for s in scores) else "failed"
+    # Scorers judged the real output; the report keeps it as the agent's rules (guard, policy
+    # packs) mask it, like every other store.
     return CaseRun(
         case.id,
         repeat,
         status,
-        output=output,
+        output=agent.redact(output),
         tool_calls=sample.tool_calls,
-        scores=scores,
+        scores=tuple(attrs.evolve(s, detail=agent.redact(s.detail), error=agent.redact(s.error)) for s in scores),
         stop=result.stop,
-        error="; ".join(errors) or None,
+        error=agent.redact("; ".join(errors)) or None,
         latency=latency,
         **_usage(result.usage),
     )

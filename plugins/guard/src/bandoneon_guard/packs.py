@@ -77,6 +77,12 @@ class PolicyPack(bandoneon.Plugin):
         if enforcer is not None:
             enforcer.check_trifecta(agent.name, tools, enforcer.policy.trifecta or "off")
 
+    @bandoneon.hookimpl
+    def redact_text(self, agent: bandoneon.Agent, text: str) -> str | None:
+        """What stores keep (sessions, memory, traces, eval reports, audit): the packs' redactions."""
+        enforcer = self._lead(agent)
+        return enforcer.redact(text) if enforcer is not None else None
+
     # tryfirst: a policy refuses before a person is asked and before any other plugin decides.
     @bandoneon.hookimpl(tryfirst=True)
     async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:

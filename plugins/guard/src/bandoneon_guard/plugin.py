@@ -93,6 +93,11 @@ class Guard(bandoneon.Plugin):
         return self._enforcer.redact(text)
 
     @bandoneon.hookimpl
+    def redact_text(self, text: str) -> str:
+        """What stores keep (sessions, memory, traces, eval reports, audit): every redaction."""
+        return self.redact(text)
+
+    @bandoneon.hookimpl
     def check_tools(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool]) -> None:
         self._enforcer.check_trifecta(agent.name, tools, self.policy.trifecta or "warn")
 

@@ -107,7 +107,7 @@ class Human(bandoneon.Plugin):
                     if sibling.id != call.id and sibling.id not in state["answered"]:
                         state["cancelled"].add(sibling.id)
                 break
-        self._record("steering", run_id=run.run_id, call_id=call.id, tool=call.name, text=text)
+        self._record(run.agent, "steering", run_id=run.run_id, call_id=call.id, tool=call.name, text=text)
         await run.emit(Steering(run.run_id, text, call))
         return bandoneon.Refuse(f"Cancelled before it ran: the person interrupted. They say: {text}")
 
@@ -201,7 +201,7 @@ class Human(bandoneon.Plugin):
         resumed = self._resumed_answer(tool.name, plain)
         if resumed is not None:
             decision = None if resumed.approved else self._denied(shown, resumed.note)
-            if not self._record("approval", **record, outcome="resumed", approved=resumed.approved, by=resumed.by, note=resumed.note):
+            if not self._record(run.agent, "approval", **record, outcome="resumed", approved=resumed.approved, by=resumed.by, note=resumed.note):
                 decision = self._unrecorded(shown)
             await run.emit(ApprovalAnswered(run.run_id, request.id, call, "resumed", resumed.by, resumed.note))
         else:
@@ -226,7 +226,7 @@ class Human(bandoneon.Plugin):
             decision = None if answer.approved else self._denied(request.shown, note)
         elif outcome == "steered":
             correction = self._take_corrections() or "(the correction was already delivered)"
-            self._record("approval", **record, outcome="steered", waited_seconds=waited)
+            self._record(run.agent, "approval", **record, outcome="steered", waited_seconds=waited)
             await run.emit(ApprovalAnswered(run.run_id, request.id, call, "steered"))
             return await self._steered(run, call, correction), False
         elif outcome == "timeout" and self.pause_file:
@@ -249,7 +249,7 @@ class Human(bandoneon.Plugin):
                 "run (no answer means no). Tell the user."
             )
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
-        if not self._record("approval", **record, outcome=outcome, by=by, note=note, waited_seconds=waited, **fields) and decision is None:
+        if not self._record(run.agent, "approval", **record, outcome=outcome, by=by, note=note, waited_seconds=waited, **fields) and decision is None:
             outcome, decision = "unrecorded", self._unrecorded(request.shown)
         await run.emit(ApprovalAnswered(run.run_id, request.id, call, outcome, by, note))
         return decision, True
@@ -334,7 +334,7 @@ class Human(bandoneon.Plugin):
             outcome, error = "error", exc
             log.error("human: the question channel failed: %s", exc, exc_info=exc)
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
-        self._record("question", run_id=run.run_id, question_id=item.id, question=question, outcome=outcome, answer=answer,
+        self._record(run.agent, "question", run_id=run.run_id, question_id=item.id, question=question, outcome=outcome, answer=answer,
                      waited_seconds=round(time.monotonic() - started, 3), **fields)
         if answer is None:
             why = f"no one answered within {self.ask_timeout:g} seconds" if outcome == "timeout" else "the question could not reach a person"
@@ -368,18 +368,19 @@ class Human(bandoneon.Plugin):
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
         if error is not None:
             log.error("human: the approval channel failed for a review: %s", error, exc_info=error)
-        self._record("review", run_id=run_id, request_id=request.id, findings=list(findings), outcome=outcome,
+        self._record(None, "review", run_id=run_id, request_id=request.id, findings=list(findings), outcome=outcome,
                      by=answer.by if answer else "", note=answer.note if answer else "", waited_seconds=round(time.monotonic() - started, 3), **fields)
         return answer
 
     # ---------------------------------------------------------------- audit
 
-    def _record(self, kind: str, **fields: Any) -> bool:
-        """Append to the audit log; False (and an error in the log) when it cannot be written."""
+    def _record(self, agent: bandoneon.Agent | None, kind: str, **fields: Any) -> bool:
+        """Append to the audit log, masked by the agent's rules (guard, policy packs) like every
+        store; False (and an error in the log) when it cannot be written."""
         if self._audit is None:
             return True
         try:
-            self._audit.write(kind, **fields)
+            self._audit.write(kind, **(agent.redact(fields) if agent is not None else fields))
         except OSError:
             log.exception("human: the audit log %s cannot be written", self.audit_log)
             return False

@@ -200,7 +200,8 @@ class Memory(bandoneon.Plugin):
 
     async def _remember(self, run: bandoneon.RunContext, note: str) -> str:
         scope = self.scope_for(run)
-        text = self._clean_note(note)
+        # The store keeps the note as the agent's rules (guard, policy packs) mask it.
+        text = run.agent.redact(self._clean_note(note))
         if self.mode == "notes":
             count = await NotesFile(self.notes_folder, scope).aappend(text)
             return f"Saved. {count} notes about this customer; they will be in your instructions next session."

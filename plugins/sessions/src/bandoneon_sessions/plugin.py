@@ -140,7 +140,9 @@ class Sessions(bandoneon.Plugin):
         # Messages wait for the disk unless durability is "os"; a usage record alone never does
         # (the next synced write carries it down, and losing it loses no message).
         sync = self.durability != "os" and bool(new or replaced)
-        append = functools.partial(self._store.append, self.session_id, new, usage=usage, clear=bool(replaced), sync=sync)
+        # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
+        # tool argument holding a key is stored without it, while the run goes on with the original.
+        append = functools.partial(self._store.append, self.session_id, run.agent.redact(new), usage=usage, clear=bool(replaced), sync=sync)
         if sync:
             await asyncio.to_thread(append)  # an fsync would hold every other run on the loop
         else:

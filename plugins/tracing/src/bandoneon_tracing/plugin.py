@@ -12,7 +12,7 @@ import bandoneon
 from .builder import SpanBuilder
 from .exporters import InMemoryExporter, JsonlExporter
 from .pricing import PriceTable
-from .redaction import Redactor, guard_redaction
+from .redaction import Redactor
 from .spans import Span
 
 __all__ = ["Tracing"]
@@ -66,7 +66,7 @@ class Tracing(bandoneon.Plugin):
             export=self._export,
             prices=PriceTable(self.prices),
             # Per agent, at each run: one instance may trace agents with different guards.
-            redactor_for=lambda agent: rules.with_guard(_guard_of(agent)),
+            redactor_for=lambda agent: rules.with_guard(agent.redact if agent.redacts else None),
             capture_content=self.capture_content,
         )
 
@@ -98,12 +98,3 @@ class Tracing(bandoneon.Plugin):
         from .show import register
 
         register(subparsers)
-
-
-def _guard_of(agent: bandoneon.Agent) -> Any:
-    """The guard's redaction when a plugin named ``guard`` is active in ``agent``, else None."""
-    try:
-        guard = agent.plugin("guard")
-    except KeyError:
-        return None
-    return guard_redaction(guard)

@@ -1,10 +1,9 @@
 """Redaction of what spans carry: traces hold users' data (prompts, tool inputs and outputs).
 
-Two sources of rules, applied in order: the guard plugin's, when a plugin named ``guard`` is
-active in the agent, then tracing's own ``redact`` regexes. The guard is read by duck typing
-(tracing does not import it, so each installs alone): a ``redact(text) -> str`` method if it
-has one, else every ``policy.redactions`` item's ``apply(text)`` — all of them, whatever tools
-they are scoped to, since a span carries text from every tool and from the prompt.
+Two sources of rules, applied in order: the agent's own (``agent.redact``: every plugin's
+``redact_text``, so the guard's and the policy packs' redactions, whatever tools they are
+scoped to, since a span carries text from every tool and from the prompt), then tracing's own
+``redact`` regexes. Tracing imports no other plugin, so each installs alone.
 """
 
 from __future__ import annotations
@@ -15,13 +14,13 @@ from typing import Any
 
 import bandoneon
 
-__all__ = ["Redactor", "guard_redaction"]
+__all__ = ["Redactor"]
 
 MASK = "[REDACTED]"
 
 
 class Redactor:
-    """Tracing's own regexes, plus (``with_guard``) one agent's guard redaction."""
+    """Tracing's own regexes, plus (``with_guard``) one agent's store redaction (``agent.redact``)."""
 
     def __init__(self, patterns: Iterable[str] = (), *, guard: Callable[[str], str] | None = None):
         self.rules: list[re.Pattern[str]] = []
@@ -61,20 +60,3 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
-
-
-def guard_redaction(guard: Any) -> Callable[[str], str] | None:
-    """The guard's redaction as one function, or None when it exposes none."""
-    redact = getattr(guard, "redact", None)
-    if callable(redact):
-        return redact
-    rules = [r for r in getattr(getattr(guard, "policy", None), "redactions", ()) if callable(getattr(r, "apply", None))]
-    if not rules:
-        return None
-
-    def apply_all(text: str) -> str:
-        for rule in rules:
-            text = rule.apply(text)
-        return text
-
-    return apply_all

@@ -1,0 +1,85 @@
+"""Every store keeps what the rules in force mask: session file, memory, traces, eval reports and
+the audit log hold neither the secret the guard masks nor the ID the policy pack masks, while the
+tool still receives its real argument. The model is a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+
+import bandoneon
+import pytest
+from bandoneon.testing import Reply, ScriptedModel
+
+pytestmark = pytest.mark.usefixtures("example_pack")
+
+KEY = "sk-proj-4fQ9Zt2Lm8Rw1Xk7Vb3Nc6Hd0Jg5Pa"  # the guard's default table masks it
+ID_NUMBER = "30.123.456"  # the example pack masks "DNI 30.123.456"
+SECRETS = (KEY, ID_NUMBER)
+RECEIVED: list[str] = []
+
+
+@bandoneon.tool(needs_approval=True)
+def configure_billing(api_key: str) -> str:
+    """Store the billing provider's API key for the customer."""
+    RECEIVED.append(api_key)
+    return f"Billing configured for Ana Pérez (DNI {ID_NUMBER}) with key {KEY}."
+
+
+def assert_clean(label: str, text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text, f"the {label} keeps {secret!r}"
+
+
+def test_every_store_holds_the_masked_text_and_the_tool_gets_the_real_argument(mock_llm, tmp_path):
+    from bandoneon_guard import Guard
+    from bandoneon_human import Human
+    from bandoneon_memory import Memory
+    from bandoneon_sessions import Sessions
+    from bandoneon_tracing import Tracing
+
+    mock_llm.add(
+        Reply(tool_calls=[("remember", {"note": f"Ana (DNI {ID_NUMBER}) pays with key {KEY}"})]),
+        Reply(tool_calls=[("configure_billing", {"api_key": KEY})]),
+        Reply(text=f"Done: billing uses {KEY} for DNI {ID_NUMBER}."),
+    )
+    audit = tmp_path / "audit.jsonl"
+    traces = tmp_path / "traces.jsonl"
+    plugins = [
+        Guard(),
+        Human(channel=lambda request: True, audit_log=str(audit), ask_tool=None),
+        Memory(mode="notes", path=str(tmp_path / "memory"), scope="ana"),
+        Sessions(session_id="ana", path=str(tmp_path / "sessions")),
+        Tracing(jsonl=str(traces)),
+    ]
+    agent = bandoneon.Agent(f"openai-compatible:mock@{mock_llm.base_url}", tools=[configure_billing], plugins=plugins, context_files=False)
+    result = agent.run_sync(f"Set up billing for Ana, DNI {ID_NUMBER}, key {KEY}.")
+    agent.close()
+    assert result.ok
+    assert RECEIVED == [KEY]  # the tool got the real argument
+    stored = {
+        "session file": "".join(p.read_text() for p in (tmp_path / "sessions").rglob("*") if p.is_file()),
+        "memory store": "".join(p.read_text() for p in (tmp_path / "memory").rglob("*") if p.is_file()),
+        "trace file": traces.read_text(),
+        "audit log": audit.read_text(),
+    }
+    for label, text in stored.items():
+        assert text, f"the {label} is empty: nothing was stored, so nothing was proved"
+        assert_clean(label, text)
+    assert "[openai-key masked]" in stored["session file"] and "DNI ***" in stored["memory store"]
+    assert json.loads(audit.read_text().splitlines()[0])["outcome"] == "approved"
+
+
+def test_an_eval_report_holds_the_masked_output(tmp_path):
+    from bandoneon_evals import Case, contains, evaluate
+    from bandoneon_guard import Guard
+
+    report = evaluate(
+        [Case("leak", "What is the key?", {})],
+        lambda: bandoneon.Agent(ScriptedModel(f"The key is {KEY}, for DNI {ID_NUMBER}."), plugins=[Guard()], context_files=False),
+        [contains("The key is")],
+        progress=False,
+    )
+    assert report.cases[0].pass_rate == 1.0  # the scorer judged the real output
+    report.write_json(tmp_path / "report.json")
+    assert_clean("eval report", (tmp_path / "report.json").read_text())
+    assert_clean("eval report", report.markdown())
