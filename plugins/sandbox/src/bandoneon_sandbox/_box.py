@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from ._cgroup import ProcessGroupCap, find_pids_hierarchy
-from ._command import BoxPlan, Interpreter, find_interpreter
+from ._command import BWRAP_PROCESSES, BoxPlan, Interpreter, find_interpreter
 from ._limits import INSTALL_HINT, Limits, SandboxUnavailable, resolve_mount
 from ._runner import BoxResult, run_in_box
 
@@ -77,7 +77,7 @@ class Box:
                 f"run the agent as a non-root user, or enable the pids controller. {NOT_RUN}"
             )
         try:
-            return ProcessGroupCap.create(hierarchy, self.limits.max_processes)
+            return ProcessGroupCap.create(hierarchy, self.limits.max_processes + BWRAP_PROCESSES)
         except OSError as exc:
             raise SandboxUnavailable(f"cannot create a pids cgroup under {hierarchy}: {exc}. {NOT_RUN}") from None
 
@@ -105,7 +105,7 @@ async def _probe_once(bwrap: str, interpreter: Interpreter) -> str | None:
     limits = Limits(timeout=15)
     cap = None
     if os.geteuid() == 0 and (hierarchy := find_pids_hierarchy()) is not None:
-        cap = ProcessGroupCap.create(hierarchy, limits.max_processes)
+        cap = ProcessGroupCap.create(hierarchy, limits.max_processes + BWRAP_PROCESSES)
     try:
         result = await run_in_box(BoxPlan(bwrap, interpreter, limits), _PROBE, cap)
     except OSError as exc:

@@ -16,9 +16,13 @@ import attrs
 
 from ._limits import Limits
 
-__all__ = ["BoxPlan", "Interpreter", "LAUNCHER", "find_interpreter"]
+__all__ = ["BWRAP_PROCESSES", "BoxPlan", "Interpreter", "LAUNCHER", "find_interpreter"]
 
 BOX_UID = 65534  # "nobody": the program never runs as uid 0 inside its namespace.
+#: bwrap's own processes in the box's counts, on top of the ``max_processes`` the code may
+#: have: its init (pid 1 of the box) for RLIMIT_NPROC; for a pids cgroup also the outer bwrap.
+BOX_INIT_PROCESSES = 1
+BWRAP_PROCESSES = 2
 PYTHON_AT = "/opt/python"
 
 #: Runs first inside the box: sets the caps on itself, then becomes a fresh interpreter
@@ -32,6 +36,7 @@ for limit, soft, hard in (
     (resource.RLIMIT_NPROC, processes, processes),
     (resource.RLIMIT_FSIZE, file_bytes, file_bytes),
     (resource.RLIMIT_CORE, 0, 0),
+    (resource.RLIMIT_MSGQUEUE, 0, 0),
 ):
     resource.setrlimit(limit, (soft, hard))
 os.execv(sys.executable, [sys.executable, "-I", "-B", "/box/main.py"])
@@ -84,7 +89,7 @@ class BoxPlan:
     mount: Path | None = None
     mount_at: str = "/data"
 
-    def argv(self, launcher_fd: int, program_fd: int) -> list[str]:
+    def argv(self, launcher_fd: int, program_fd: int, seccomp_fd: int | None = None) -> list[str]:
         limits = self.limits
         args = [
             self.bwrap,
@@ -116,17 +121,22 @@ class BoxPlan:
         args += [
             "--proc", "/proc",
             "--dev", "/dev",
+            # /dev (and /dev/shm inside it) is a tmpfs of its own, outside tmp_mb: read-only, so
+            # the box's one writable place is the size-capped /tmp. Device nodes still work.
+            "--remount-ro", "/dev",
             "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
             "--dir", "/box",
             "--ro-bind-data", str(launcher_fd), "/box/launch.py",
             "--ro-bind-data", str(program_fd), "/box/main.py",
             "--remount-ro", "/",  # the box's own root too: /tmp is the one writable place
             "--chdir", "/tmp",
+            *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
             "--",
             self.interpreter.executable_in_box, "-I", "-S", "/box/launch.py",
             str(limits.memory_mb * 1024 * 1024),
             str(max(1, int(limits.timeout + 0.999))),
-            str(limits.max_processes),
+            # RLIMIT_NPROC counts the box's init (bwrap's pid 1, same uid) besides the program.
+            str(limits.max_processes + BOX_INIT_PROCESSES),
             str(limits.tmp_mb * 1024 * 1024),
         ]
         return args

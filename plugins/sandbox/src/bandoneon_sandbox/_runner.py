@@ -18,6 +18,7 @@ import attrs
 
 from ._cgroup import ProcessGroupCap
 from ._command import LAUNCHER, BoxPlan
+from ._seccomp import program
 
 __all__ = ["BoxResult", "run_in_box"]
 
@@ -102,13 +103,19 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
     ``cap`` (a pids cgroup, already created) is joined by the box before bwrap starts and
     removed afterwards, whatever happens.
     """
-    launcher_fd = _memfd("bandoneon-launcher", LAUNCHER)
+    contents = [LAUNCHER, code.encode("utf-8", errors="surrogateescape")]
+    seccomp = program()
+    if seccomp is not None:
+        contents.append(seccomp)
+    fds: list[int] = []
     try:
-        program_fd = _memfd("bandoneon-program", code.encode("utf-8", errors="surrogateescape"))
+        for index, data in enumerate(contents):
+            fds.append(_memfd(f"bandoneon-box-{index}", data))
     except BaseException:
-        os.close(launcher_fd)
+        for fd in fds:
+            os.close(fd)
         raise
-    argv = plan.argv(launcher_fd, program_fd)
+    argv = plan.argv(*fds)
     if cap is not None:
         argv = ["/bin/sh", "-c", _JOIN_CGROUP, "sh", cap.procs_file, *argv]
     started = time.monotonic()
@@ -118,7 +125,7 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            pass_fds=(launcher_fd, program_fd),
+            pass_fds=tuple(fds),
             env=BWRAP_ENVIRONMENT,
             cwd="/",  # not the host's working directory: the box could read it from /proc/1/environ (PWD)
             start_new_session=True,  # its own process group, so one killpg reaches bwrap and its helpers
@@ -128,8 +135,8 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
             await cap.remove()
         raise
     finally:
-        os.close(launcher_fd)
-        os.close(program_fd)
+        for fd in fds:
+            os.close(fd)
 
     out, err = _Capture(plan.limits.max_output_bytes), _Capture(plan.limits.max_output_bytes)
     readers = [asyncio.ensure_future(out.drain(process.stdout)), asyncio.ensure_future(err.drain(process.stderr))]
