@@ -10,6 +10,7 @@ import functools
 import logging
 import types
 import warnings
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ log = logging.getLogger("bandoneon.guard")
 # Shared by every enforcer in a run, so a result is wrapped once even when a pack and the
 # agent's own guard both call its tool untrusted.
 _MARKED = bandoneon.StashKey[set[str]]("guard.marked")  # tool calls whose results were marked untrusted
+# Tool sets each agent was already warned about (a guard and a pack both check the trifecta).
+_warned: weakref.WeakKeyDictionary[bandoneon.Agent, set[frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 class Enforcer:
@@ -89,17 +92,22 @@ class Enforcer:
 
     # ---------------------------------------------------------------- the agent
 
-    def check_trifecta(self, agent_name: str, tools: Mapping[str, bandoneon.Tool], mode: str) -> None:
+    def check_trifecta(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool], mode: str) -> None:
         """Warn, or raise ``ConfigError``, when ``tools`` (an agent's tool set, as built or as
-        it is about to become) hold all three legs."""
+        it is about to become) hold all three legs. One warning per agent and tool set, however
+        many enforcers (a guard, the policy packs) check it."""
         if mode == "off":
             return
         legs = trifecta_legs(tools, (p for p, _ in self.policy.untrusted_tools))
-        message = trifecta_message(agent_name, legs)
+        message = trifecta_message(agent.name, legs)
         if message is None:
             return
         if mode == "refuse":
             raise bandoneon.ConfigError(f"{self.label} refuses this tool set: {message}")
+        warned = _warned.setdefault(agent, set())
+        if frozenset(tools) in warned:
+            return
+        warned.add(frozenset(tools))
         log.warning("%s: %s", self.label, message)
         warnings.warn(f"{self.label}: {message}", TrifectaWarning, stacklevel=2)
 

@@ -75,7 +75,7 @@ class PolicyPack(bandoneon.Plugin):
     def check_tools(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool]) -> None:
         enforcer = self._lead(agent)
         if enforcer is not None:
-            enforcer.check_trifecta(agent.name, tools, enforcer.policy.trifecta or "off")
+            enforcer.check_trifecta(agent, tools, enforcer.policy.trifecta or "off")
 
     @bandoneon.hookimpl
     def redact_text(self, agent: bandoneon.Agent, text: str) -> str | None:

@@ -99,7 +99,7 @@ class Guard(bandoneon.Plugin):
 
     @bandoneon.hookimpl
     def check_tools(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool]) -> None:
-        self._enforcer.check_trifecta(agent.name, tools, self.policy.trifecta or "warn")
+        self._enforcer.check_trifecta(agent, tools, self.policy.trifecta or "warn")
 
     @bandoneon.hookimpl(tryfirst=True)
     async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
