@@ -178,8 +178,13 @@ def test_redact_text_masks_what_stores_keep_and_chains_in_order():
     assert stored["messages"][0].tool_calls[0].arguments == '{"pin": "****"}'
     assert stored["note"] == ("[name]", 7)
     assert message.content == "Ana's PIN is 1234"  # the original is untouched
+
+
+@pytest.mark.pack_free  # an installed pack redacts too: this test is about an agent with no rules
+def test_with_no_redaction_in_force_stores_get_the_value_itself():
     plain = agent_with(model=ScriptedModel())
-    assert plain.redact(message) is message
+    message = bandoneon.Message.user("Ana's PIN is 1234")
+    assert not plain.redacts and plain.redact(message) is message
 
 
 def test_before_and_after_run_bracket_every_run_even_a_failing_one():
