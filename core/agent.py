@@ -554,6 +554,10 @@ class Agent(Generic[DepsT, OutputT]):
                 await asyncio.gather(task, return_exceptions=True)
 
 
+#: Events that exist only when the reply streams: a listener for one of them turns streaming on.
+_DELTA_EVENTS = ("text_delta", "thinking_delta", "tool_call_delta", "output_delta", "*")
+
+
 def _redacted(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return mask(value)
