@@ -180,9 +180,13 @@ def test_heartbeat_ticks_whose_save_returned_survive(sweep_dir, fault):
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_pending_approval_is_whole_after_a_fault_at_every_write(sweep_dir, fault):
-    from bandoneon_human.pending import Pending, answer_pending, read_pending, write_pending
+    from bandoneon_human.pending import Pending, answer_pending, call_digest, read_pending, shown_call, write_pending
 
-    pending = Pending(run_id="r1", call_id="c1", tool="wire_money", arguments={"amount": 100}, shown="wire 100", reason="", asked_at="2026-12-01T00:00:00+00:00")
+    call = ("wire_money", {"amount": 100})
+    pending = Pending(
+        run_id="r1", call_id="c1", tool=call[0], arguments=call[1], shown=shown_call(*call), reason="",
+        asked_at="2026-12-01T00:00:00+00:00", digest=call_digest(*call),
+    )
     with WriteLog() as disk:
         write_pending(sweep_dir / "measure.json", pending)
         answer_pending(sweep_dir / "measure.json", True, by="ops")
