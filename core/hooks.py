@@ -174,10 +174,11 @@ class Hooks:
     """One agent's plugin registry, behind one typed method per core hook.
 
     Plugins are validated by pluggy (once per class) and called in pluggy's order: ``tryfirst``
-    implementations, then the others, then ``trylast``; later-registered first within each
-    group. Policy packs come before all of them, whatever the others declare: no plugin of
-    agent code can answer, refuse or rewrite ahead of the operator's policy. Implementation
-    lists are computed once, so a hook nobody implements costs one check.
+    implementations, then the others, then ``trylast``; later-registered first within the first
+    two groups, earlier-registered first among ``trylast`` (a conformance test holds this).
+    Policy packs come before all of them, whatever the others declare: no plugin of agent code
+    can answer, refuse or rewrite ahead of the operator's policy. Implementation lists are
+    computed once, so a hook nobody implements costs one check.
     """
 
     def __init__(self, plugins: Iterable[object], *, process_wide: bool = False):
@@ -198,7 +199,9 @@ class Hooks:
                 if declaration.binds_class:
                     function = types.MethodType(function, plugin)
                 impl = _Impl(name, function, declaration.argnames, declaration.kwargnames, declaration.is_async)
-                ranked.setdefault(declaration.hook, []).append((not is_pack, declaration.order, -position, impl))
+                # pluggy's order: later-registered first, except among trylast (inserted at the
+                # front of pluggy's list, so earlier-registered trylast implementations run first).
+                ranked.setdefault(declaration.hook, []).append((not is_pack, declaration.order, position if declaration.order == 2 else -position, impl))
         self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
         for hook, entries in ranked.items():
             entries.sort(key=_rank)
@@ -391,6 +394,9 @@ class Hooks:
     def register_providers(self, register: Callable[..., None]) -> None:
         self._each_isolated(hookspecs.register_providers, register=register)
 
+    def session_plugin(self, session_id: str, path: str | None) -> object | None:
+        return self.call_sync(hookspecs.session_plugin, session_id=session_id, path=path)
+
     def register_commands(self, subparsers: Any) -> None:
         self._each_isolated(hookspecs.register_commands, subparsers=subparsers)
 
@@ -414,7 +420,7 @@ class Hooks:
 
 def _rank(entry: tuple[bool, int, int, _Impl]) -> tuple[bool, int, int]:
     """Policy packs first (whatever the others declare), then tryfirst/normal/trylast, then the
-    later-registered first."""
+    later-registered first (earlier-registered first among trylast, as pluggy does)."""
     return entry[0], entry[1], entry[2]
 
 
