@@ -185,16 +185,16 @@ def _chat(args: argparse.Namespace) -> int:
 
     plugins = None
     if args.session:
-        try:
-            from bandoneon_sessions import open_session_plugin  # type: ignore[import-not-found]
-        except ImportError:
-            print("bandoneon: --session needs the bandoneon-sessions plugin: pip install bandoneon-sessions", file=sys.stderr)
-            return 1
         from .config import load_config
+        from .hooks import registration_hooks
         from .plugins import configured_plugins
 
+        keeper = registration_hooks().session_plugin(session_id=args.session, path=args.session_path)
+        if keeper is None:
+            print("bandoneon: --session needs a plugin that keeps sessions: pip install bandoneon-sessions", file=sys.stderr)
+            return 1
         config = load_config(args.config)
-        plugins = [*configured_plugins(config.plugins, source=config.source), open_session_plugin(args.session, args.session_path)]
+        plugins = [*configured_plugins(config.plugins, source=config.source), keeper]
     return Chat(_make_agent(args, plugins=plugins), switch_model=_switch_model).run()
 
 

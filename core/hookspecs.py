@@ -343,6 +343,20 @@ def register_providers(register: Callable[[str, Callable[..., Any]], None]) -> N
     """
 
 
+@hookspec(Calls.FIRST, process_wide=True)
+def session_plugin(session_id: str, path: str | None) -> object | None:
+    """``bandoneon chat --session ID``: the plugin instance that keeps and resumes this
+    conversation. Runs on the plugin class, before the agent exists.
+
+    :param session_id: the session to resume (or start).
+    :param path: ``--session-path``: where sessions are kept, or None for the plugin's default.
+    :return: None if this plugin does not keep sessions; else the plugin instance the chat's
+        agent gets besides the configured plugins. First answer wins.
+
+    .. versionadded:: 0.2
+    """
+
+
 @hookspec(Calls.COLLECTING, process_wide=True)
 def register_commands(subparsers: Any) -> None:
     """Add ``bandoneon`` CLI subcommands. Runs once per process, on the plugin class.

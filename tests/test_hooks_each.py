@@ -302,3 +302,25 @@ def test_agent_closed_lets_plugins_release_what_they_hold():
     agent.run_sync("hi")
     agent.close()
     assert released == ["agent"]
+
+
+def test_session_plugin_gives_chat_session_its_keeper_without_the_core_importing_a_plugin():
+    class Keeper:
+        def __init__(self, session_id):
+            self.session_id = session_id
+
+        @hookimpl
+        def session_plugin(self, session_id, path):  # process-wide: called on the class
+            return Keeper(f"{session_id}@{path}")
+
+    from bandoneon.hooks import Hooks
+
+    assert Hooks([Keeper], process_wide=True).session_plugin(session_id="s1", path="/kept").session_id == "s1@/kept"
+    assert Hooks([], process_wide=True).session_plugin(session_id="s1", path=None) is None
+
+
+def test_the_core_imports_no_plugin():
+    import pathlib
+
+    core = pathlib.Path(bandoneon.__file__).parent
+    assert not [p for p in core.rglob("*.py") if "import bandoneon_" in p.read_text() or "from bandoneon_" in p.read_text()]

@@ -63,6 +63,11 @@ class Sessions(bandoneon.Plugin):
     """
 
     name: ClassVar[str] = "sessions"
+
+    @bandoneon.hookimpl
+    def session_plugin(self, session_id: str, path: str | None) -> Sessions:
+        """``bandoneon chat --session ID`` (process-wide: called on the class, ``self`` is it)."""
+        return open_session_plugin(session_id, path)
     #: ``register_session_stores``: how other plugins offer session stores (this plugin calls it).
     hookspecs: ClassVar[ModuleType] = session_hooks
 
