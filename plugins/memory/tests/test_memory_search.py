@@ -250,3 +250,10 @@ def test_a_forked_agent_gets_its_own_memory_plugin_over_the_same_notes(mock_llm,
     assert forked.plugin("memory").scope == "c-2291"  # options are copied, state is not
     forked.run_sync("The usual?")
     assert "Buys 1 kg Colombia" in tool_outputs(forked)[-1]
+
+
+def test_the_openai_embedder_without_a_key_is_refused_when_the_agent_is_made(monkeypatch, tmp_path):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(bandoneon.ConfigError, match="set OPENAI_API_KEY"):
+        bandoneon.Agent(ScriptedModel("hi"), plugins=[Memory(embedder="openai:text-embedding-3-small", path=str(tmp_path / "m.db"))], context_files=False)

@@ -102,7 +102,11 @@ def _ollama(rest: str, **options: Any) -> Embedder:
 
 def _openai(rest: str, **options: Any) -> Embedder:
     options.setdefault("api_key", os.environ.get("OPENAI_API_KEY"))
-    return OpenAICompatibleEmbedder(rest, os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), **options)
+    base_url = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    if not options["api_key"] and base_url == "https://api.openai.com/v1":
+        # Said now, not as an HTTP 401 on the first note remembered.
+        raise bandoneon.ConfigError("memory: the openai embedder has no API key; set OPENAI_API_KEY, or pass api_key=...")
+    return OpenAICompatibleEmbedder(rest, base_url, **options)
 
 
 def _local(rest: str, **options: Any) -> Embedder:
