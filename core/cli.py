@@ -199,10 +199,16 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _switch_model(agent: Any, model: str) -> Any:
-    """``/model MODEL``: the same agent on another model, with the conversation so far."""
-    switched = agent.fork(model=model)
+    """``/model MODEL``: the same agent on another model, with the conversation so far.
+
+    The model string is checked first, so a typo changes nothing; the old agent is closed
+    before the new one is made, so a session it holds (``--session``) passes to the new one.
+    """
+    from .providers.base import resolve_model
+
+    resolve_model(model)
     agent.close()
-    return switched
+    return agent.fork(model=model)
 
 
 def _plugins(args: argparse.Namespace) -> int:

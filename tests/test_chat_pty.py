@@ -170,3 +170,20 @@ def test_on_a_colour_terminal_tool_lines_are_dim_and_errors_red(chat, mock_llm, 
     child.expect("> ")
     child.sendline("again")
     child.expect("\x1b\\[31mbandoneon: openai-compatible: HTTP 400")
+
+
+def test_model_switches_keep_a_saved_session_and_a_typo_changes_nothing(chat, mock_llm, tmp_path):
+    pytest.importorskip("bandoneon_sessions")
+    mock_llm.add(Reply(text="Noted."), Reply(text="Still here."))
+    child = chat("--session", "talk-1", "--session-path", str(tmp_path / "sessions"))
+    child.sendline("remember 42")
+    child.expect("Noted.")
+    child.expect(PROMPT)
+    child.sendline("/model nosuchprovider:x")
+    child.expect("no provider registered for 'nosuchprovider'")
+    child.sendline(f"/model openai-compatible:other@{mock_llm.base_url}")
+    child.expect("now talking to openai-compatible:other")
+    child.sendline("what number?")
+    child.expect("Still here.")
+    last = mock_llm.requests[-1].json
+    assert last["model"] == "other" and [m["content"] for m in last["messages"] if m["role"] == "user"] == ["remember 42", "what number?"]
