@@ -27,7 +27,7 @@ import bandoneon
 from bandoneon.testing import Fault, FunctionModel, Reply, ScriptedModel, call, reply
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "plugins").glob("*/README.md"))]
+DOCS = [ROOT / "README.md", ROOT / "plugins" / "README.md", *sorted((ROOT / "plugins").glob("*/README.md"))]
 BLOCK = re.compile(r"(?:<!--\s*doc:\s*(?P<note>.*?)\s*-->\s*\n)?```python\n(?P<code>.*?)```", re.S)
 PREFIXES = ("ollama", "openai", "anthropic", "local", "vllm", "lmstudio", "llamacpp")
 
