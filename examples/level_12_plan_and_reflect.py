@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import bandoneon
-from bandoneon_human import Human
 from bandoneon_plan import Plan, ReflectResult, reflect_sync
 
 SUBSCRIBERS = [12, 14, 18]
@@ -92,6 +91,8 @@ ROUND = f"Deliver today's paper to every subscriber on Tango Street: {', '.join(
 def main_with_a_person(model: str | bandoneon.Provider | None = None, person: Any = "terminal") -> ReflectResult:
     """The gate at #18 is locked: after two rounds the editor (``person``: a human plugin channel,
     the terminal by default) accepts the round as it is or says what to do instead."""
+    from bandoneon_human import Human  # the person's part needs bandoneon-human; the paper round above does not
+
     street = Street(locked_gates=(18,))
     agent = build_agent(model, street, plugins=[Plan(escalate=True), Human(channel=person)])
     outcome = reflect_sync(agent, ROUND, lambda result: street.undelivered(), max_rounds=2)

@@ -18,7 +18,11 @@ from bandoneon_evals import (
     stop_reason,
     tool_errors,
 )
-from bandoneon_tracing import Tracing
+
+
+def Tracing(**options):
+    """The tracing plugin, when installed (the tox env alone-evals has only evals)."""
+    return pytest.importorskip("bandoneon_tracing", reason="recording a trace needs bandoneon-tracing").Tracing(**options)
 
 
 @bandoneon.tool
@@ -171,6 +175,28 @@ def test_a_saved_session_becomes_a_case_with_its_history(tmp_path):
     assert [m["content"] for m in case.metadata["history"]] == ["I live in Buenos Aires.", "Noted."]
     assert len(case.metadata["replies"]) == 2 and case.metadata["outcome"]["text"] == "It is sunny."
     assert load_dataset(tmp_path / "d.jsonl") == [case]
+
+
+def test_a_session_file_is_read_by_its_format_without_the_sessions_plugin(tmp_path):
+    """evals reads the sessions plugin's file format, so it needs the file, not the plugin."""
+    records = [
+        {"type": "session", "version": 1, "id": "s2", "created_at": 1.0, "forked_from": None},
+        {"type": "message", "message": {"role": "user", "content": "old question"}},
+        {"type": "clear"},
+        {"type": "message", "message": {"role": "user", "content": "Weather?"}},
+        {"type": "message", "message": {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "weather", "arguments": "{\"city\": \"Buenos Aires\"}"}]}},
+        {"type": "message", "message": {"role": "tool", "content": "unknown city", "tool_call_id": "c1", "name": "weather", "is_error": True}},
+        {"type": "message", "message": {"role": "assistant", "content": "Sorry."}},
+    ]
+    session = tmp_path / "s2.jsonl"
+    session.write_text("".join(json.dumps(r) + "\n" for r in records))
+    case = add_case(session, tmp_path / "d.jsonl", expect={"tool_errors": 0})
+    assert (case.id, case.input, "history" in case.metadata) == ("session-s2", "Weather?", False)
+    assert case.metadata["outcome"]["tool_errors"] == ["weather"] and case.metadata["evidence"] == {"session": str(session.resolve())}
+    assert evaluate(tmp_path / "d.jsonl", replaying(weather), [tool_errors()], progress=False).pass_rate == 1.0
+    session.write_text(session.read_text() + '{"type": "message", "message": {"role": 7}}\n')
+    with pytest.raises(DatasetError, match="s2.jsonl:8: not a session record"):
+        add_case(session, tmp_path / "e.jsonl")
 
 
 def test_a_replay_that_needs_more_replies_than_recorded_says_so(tmp_path):
