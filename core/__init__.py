@@ -46,6 +46,7 @@ from .events import (
     event_names,
 )
 from .files import append_durably, import_object, write_atomically
+from .hooktiming import HookCall, HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .messages import (
     Message,
@@ -125,6 +126,8 @@ __all__ = [
     "Event",
     "FilePart",
     "FinalAnswer",
+    "HookCall",
+    "HookProfile",
     "HttpClient",
     "ImagePart",
     "InstalledPlugin",

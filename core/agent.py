@@ -18,6 +18,7 @@ from .context import RunContext
 from .errors import ConfigError, RunInProgress
 from .events import Event, event_names
 from .hooks import Hooks
+from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .messages import Message, ToolSpec, Usage
 from .output import OutputMode, OutputSpec, output_spec
@@ -67,7 +68,9 @@ class Agent(Generic[DepsT, OutputT]):
     always active. ``context_files`` (default: AGENTS.md and CLAUDE.md of ``cwd``) are
     re-read on every run and appended to the system prompt; ``False`` turns them off.
     ``json_limits`` bounds the depth and size of the model's tool arguments (default 100
-    levels, 64 MiB; see ``JsonLimits``).
+    levels, 64 MiB; see ``JsonLimits``). ``hook_timeout`` (off by default) fails a run whose
+    async hook hangs longer than that many seconds with a ``PluginError`` naming the plugin and
+    the hook; ``agent.profile_hooks()`` times every hook call per plugin.
 
     ``output_type`` asks for a typed answer (an attrs class, a dataclass, a TypedDict, a
     primitive, ``list[...]``, a ``Literal`` or a union of these): ``RunResult.output`` is then
@@ -92,6 +95,7 @@ class Agent(Generic[DepsT, OutputT]):
         run_timeout: float | None = None,
         tool_timeout: float | None = None,
         turn_timeout: float | None = None,
+        hook_timeout: float | None = None,
         max_tool_concurrency: int | None = None,
         tool_choice: str | dict[str, Any] | None = None,
         settings: dict[str, Any] | None = None,
@@ -116,6 +120,7 @@ class Agent(Generic[DepsT, OutputT]):
             ("run_timeout", run_timeout),
             ("tool_timeout", tool_timeout),
             ("turn_timeout", turn_timeout),
+            ("hook_timeout", hook_timeout),
             ("max_tool_concurrency", max_tool_concurrency),
             ("context_window", context_window),
             ("output_retries", output_retries),
@@ -125,6 +130,8 @@ class Agent(Generic[DepsT, OutputT]):
         self.run_timeout = run_timeout if run_timeout is not None else self.config.run_timeout
         self.tool_timeout = tool_timeout if tool_timeout is not None else self.config.tool_timeout
         self.turn_timeout = turn_timeout
+        self.hook_timeout = hook_timeout
+        self.hook_profile: HookProfile | None = None
         self.max_tool_concurrency = max_tool_concurrency
         self.json_limits = json_limits
         self.tool_choice = tool_choice
@@ -166,6 +173,8 @@ class Agent(Generic[DepsT, OutputT]):
         if max_send_backs < 0:
             raise ConfigError(f"max_send_backs must be 0 or more, got {max_send_backs}")
         self.max_send_backs = max_send_backs
+        if hook_timeout is not None:
+            self.hooks.measure(timeout=hook_timeout, profile=None)
         self.output_type = output_type
         self.output_mode = output_mode
         self.output_retries = output_retries
@@ -249,6 +258,18 @@ class Agent(Generic[DepsT, OutputT]):
     def plugins(self) -> tuple[object, ...]:
         """The active plugin instances, in registration order."""
         return self.hooks.plugins
+
+    def profile_hooks(self, *, keep_calls: bool = False) -> HookProfile:
+        """Time every hook call of this agent's plugins from now on, per plugin and per hook
+        (``agent.hook_profile``). ``keep_calls`` also keeps each call for whoever takes them
+        (the tracing plugin's ``hook_timing`` puts them on its spans). Off until asked: then the
+        loop calls hooks without measuring them."""
+        if self.hook_profile is None:
+            self.hook_profile = HookProfile(keep_calls=keep_calls)
+        elif keep_calls:
+            self.hook_profile.keep_calls = True
+        self.hooks.measure(timeout=self.hook_timeout, profile=self.hook_profile)
+        return self.hook_profile
 
     @overload
     def plugin(self, which: type[PluginT]) -> PluginT: ...

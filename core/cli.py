@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plugins.add_argument("--json", action="store_true", help="print the listing as JSON, for scripts")
     plugins.add_argument("--config", help="path to bandoneon.toml (default: ./bandoneon.toml or $BANDONEON_CONFIG)")
+    plugins.add_argument("--profile", metavar="PROMPT", help="run PROMPT once with a scripted model and print each plugin's total hook time")
+    plugins.add_argument("--with", dest="also", action="append", default=[], metavar="NAME", help="with --profile: also activate this plugin (repeatable)")
     plugins.set_defaults(handler=_plugins)
 
     init = commands.add_parser("init", help="write a commented bandoneon.toml here")
@@ -212,6 +214,8 @@ def _switch_model(agent: Any, model: str) -> Any:
 
 
 def _plugins(args: argparse.Namespace) -> int:
+    if args.profile is not None:
+        return _profile(args)
     from .config import load_config
     from .listing import format_table, plugin_rows
 
@@ -222,6 +226,15 @@ def _plugins(args: argparse.Namespace) -> int:
         print("no plugins installed (pip install bandoneon-<name>; see the README's plugin table)")
     else:
         print(format_table(rows))
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from .profiling import profile_plugins
+
+    profile = profile_plugins(args.profile, also=args.also, config=args.config)
+    print(f"hook time per plugin, one scripted run (2 turns, 1 tool call) of {args.profile!r}:")
+    sys.stdout.write(profile.table() if profile.totals else "no active plugin implements a hook the run calls\n")
     return 0
 
 

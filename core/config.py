@@ -32,6 +32,7 @@ OPTION_RANGES: dict[str, Range] = {
     "run_timeout": in_range(above=0, unit="seconds", optional=True),
     "tool_timeout": in_range(above=0, unit="seconds", optional=True),
     "turn_timeout": in_range(above=0, unit="seconds", optional=True),
+    "hook_timeout": in_range(above=0, unit="seconds", optional=True),
     "max_tool_concurrency": in_range(at_least=1, integer=True, optional=True),
     "output_retries": in_range(at_least=0, integer=True),
 }

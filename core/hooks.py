@@ -23,6 +23,7 @@ from .decisions import FinalAnswer, SendBack
 from .errors import BandoneonError, ConfigError, PluginError
 from .markers import PROJECT, Calls, CallStyle, call_style
 from .plugins import installed_hookspecs, installed_plugins, plugin_name, published_hookspecs
+from .hooktiming import HookProfile, clock
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -184,6 +185,8 @@ class Hooks:
     def __init__(self, plugins: Iterable[object], *, process_wide: bool = False):
         self.plugins: tuple[object, ...] = tuple(plugins)
         self._by_name: dict[str, object] = {}
+        self._timeout: float | None = None
+        self._profile: HookProfile | None = None
         published = [m for m in map(published_hookspecs, self.plugins) if m is not None]
         self.specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
         self._styles = _styles(self.specs)
@@ -206,6 +209,50 @@ class Hooks:
         for hook, entries in ranked.items():
             entries.sort(key=_rank)
             self._impls[hook] = tuple(impl for *_, impl in entries)
+
+    def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
+        """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
+        longer than ``timeout`` seconds with a ``PluginError`` naming the plugin and the hook.
+
+        With neither, hook calls go straight to the plugins: the measured path is swapped in
+        only when asked for, so the loop pays nothing for it by default. A *sync* hook that
+        blocks cannot be cut short (it holds the event loop); it is timed all the same.
+        """
+        self._timeout = timeout
+        self._profile = profile
+        if timeout is None and profile is None:
+            self.__dict__.pop("_invoke", None)
+        else:
+            self._invoke = self._measured_invoke  # type: ignore[method-assign]
+
+    async def _measured_invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+        profile = self._profile
+        if profile is None:
+            return await self._limited_invoke(impl, hook, kwargs)
+        wall, started = clock()
+        failed = True
+        try:
+            result = await self._limited_invoke(impl, hook, kwargs)
+            failed = False
+            return result
+        finally:
+            profile.record(impl.plugin, hook, wall, clock()[1] - started, kwargs.get("run"), failed)
+
+    async def _limited_invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+        """``_invoke`` under ``hook_timeout`` for an async implementation (a sync one cannot be cut)."""
+        if self._timeout is None or not impl.is_async:
+            return await Hooks._invoke(self, impl, hook, kwargs)
+        import asyncio  # loaded by the running loop already; kept out of `import bandoneon`
+
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await Hooks._invoke(self, impl, hook, kwargs)
+        except TimeoutError:
+            raise PluginError(
+                f"plugin {impl.plugin!r} hung in {hook}: no answer within hook_timeout={self._timeout:g}s",
+                plugin=impl.plugin,
+                hook=hook,
+            ) from None
 
     def implements(self, spec: Callable[..., Any]) -> bool:
         """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""

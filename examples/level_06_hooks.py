@@ -8,6 +8,10 @@ the ``tool_end`` listener already sees the stamped text.
 Written with a small local plugin class: a hook is just a marked method. (The same rules,
 pip-installed for every agent of a company, are the ``bandoneon-policy-example`` pack.)
 
+Hooks run on every call, so keep them fast: ``agent.profile_hooks()`` times each plugin's
+booths (``bandoneon plugins --profile PROMPT`` does it for your installed plugins), and
+``hook_timeout`` fails the run, naming the plugin and the hook, when an async booth hangs.
+
 Run: ``python examples/level_06_hooks.py`` (model from bandoneon.toml / $BANDONEON_MODEL).
 """
 
@@ -62,6 +66,7 @@ def build_agent(model: Any = None) -> bandoneon.Agent:
         plugins=[RailwayRules()],
         max_turns=10,
         context_files=False,
+        hook_timeout=10.0,  # a booth that hangs (a database that never answers) fails the run, named
     )
     # Events only watch: by the time this fires, the hook has already stamped over the DNI.
     agent.on("tool_end", lambda e: print(f"  {e.call.name} {'error:' if e.is_error else 'ok:'} {e.output}"))
@@ -71,8 +76,11 @@ def build_agent(model: Any = None) -> bandoneon.Agent:
 
 def main(model: Any = None) -> bandoneon.RunResult:
     agent = build_agent(model)
+    profile = agent.profile_hooks()
     result = agent.run_sync("Book me the most comfortable seat to Mar del Plata on Friday.")
     print(result.text)
+    print("what the booths cost in this run:")
+    print(profile.table(), end="")
     return result
 
 

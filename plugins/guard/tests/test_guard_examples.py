@@ -38,7 +38,10 @@ def test_level_06_refuses_first_class_and_hides_the_id(without_policy_packs, cap
     tool_texts = [m.content for m in model.requests[-1].messages if m.role == "tool"]
     assert tool_texts[1].startswith("Blocked by policy: first class")
     assert "DNI ***" in tool_texts[2] and "30.123.456" not in str(model.requests)
-    assert "refused:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "refused:" in out
+    costs = out.split("what the booths cost in this run:\n")[1].splitlines()
+    assert costs[0].split()[:2] == ["plugin", "calls"] and costs[1].startswith("railway-rules ")
 
 
 def test_level_14_holds_the_wall_against_the_injected_scroll(capsys):

@@ -53,6 +53,7 @@ class RunTrace:
     redactor: Redactor
     run_span: Span = attrs.field(init=False)
     turn_span: Span | None = None
+    turn_spans: dict[int, Span] = attrs.field(factory=dict)
     model_span: Span | None = None
     response_model: str | None = None
     tools: dict[str, Span] = attrs.field(factory=dict)
@@ -70,9 +71,11 @@ class SpanBuilder:
         prices: PriceTable,
         redactor_for: Callable[[bandoneon.Agent], Redactor],
         capture_content: bool,
+        hook_timing: bool = False,
         clock: Callable[[], float] = time.time,
     ):
         self._export = export
+        self.hook_timing = hook_timing
         self.prices = prices
         self.redactor_for = redactor_for
         self.capture_content = capture_content
@@ -155,7 +158,7 @@ class SpanBuilder:
         if state is None:
             return
         self._close(state, state.turn_span)
-        state.turn_span = self._open(state, f"turn {event.turn}", "turn", state.run_span, {"bandoneon.turn": event.turn})
+        state.turn_span = state.turn_spans[event.turn] = self._open(state, f"turn {event.turn}", "turn", state.run_span, {"bandoneon.turn": event.turn})
 
     def _on_provider_request(self, run: bandoneon.RunContext, event: bandoneon.ProviderRequest) -> None:
         state = _state(run)
@@ -317,6 +320,8 @@ class SpanBuilder:
         for span in [*state.tools.values(), state.model_span, state.turn_span]:
             self._close(state, span, event.error or f"the run ended first ({event.reason})")
         state.tools.clear()
+        if self.hook_timing:
+            self._add_hook_calls(run, state)
         span = state.run_span
         span.attributes.update(
             _clean(
@@ -331,6 +336,23 @@ class SpanBuilder:
         self._close(state, span, event.error)
         if state.is_root:
             self._export(list(state.buffer.spans))
+
+    def _add_hook_calls(self, run: bandoneon.RunContext, state: RunTrace) -> None:
+        """Each plugin hook call of the run as a ``hook`` event on its turn's span (events, not
+        spans: a run makes dozens of hook calls, each a few microseconds), and each plugin's
+        total as ``bandoneon.hook_ms.<plugin>`` on the run span."""
+        profile = run.agent.hook_profile
+        if profile is None:
+            return
+        totals: dict[str, float] = {}
+        for call in profile.take_calls(run.run_id):
+            attributes: dict[str, Any] = {"bandoneon.plugin": call.plugin, "bandoneon.hook": call.hook, "bandoneon.duration_ms": round(call.duration * 1000, 4)}
+            if call.failed:
+                attributes["error"] = True
+            state.turn_spans.get(call.turn, state.run_span).events.append(SpanEvent("hook", call.started, attributes))
+            totals[call.plugin] = totals.get(call.plugin, 0.0) + call.duration
+        for plugin, total in totals.items():
+            state.run_span.attributes[f"bandoneon.hook_ms.{plugin}"] = round(total * 1000, 4)
 
 
 # The event handlers by event name, looked up once per event instead of built by getattr.

@@ -38,6 +38,9 @@ class Tracing(bandoneon.Plugin):
     capture_content: bool = True
     keep_traces: int = attrs.field(default=100, validator=bandoneon.in_range(at_least=0, integer=True))
     exporters: list[Any] = attrs.field(factory=list)
+    #: Time each plugin's hook calls (``agent.profile_hooks``) and put them on the spans as
+    #: ``hook`` events. Off by default: timing every hook call is a cost of its own.
+    hook_timing: bool = False
 
     memory: InMemoryExporter = attrs.field(init=False)
     _builder: SpanBuilder = attrs.field(init=False)
@@ -68,6 +71,7 @@ class Tracing(bandoneon.Plugin):
             # Per agent, at each run: one instance may trace agents with different guards.
             redactor_for=lambda agent: rules.with_guard(agent.redact if agent.redacts else None),
             capture_content=self.capture_content,
+            hook_timing=self.hook_timing,
         )
 
     @property
@@ -87,6 +91,11 @@ class Tracing(bandoneon.Plugin):
     @bandoneon.hookimpl
     def on_event(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
         self._builder.handle(run, event)
+
+    @bandoneon.hookimpl
+    def agent_created(self, agent: bandoneon.Agent) -> None:
+        if self.hook_timing:
+            agent.profile_hooks(keep_calls=True)
 
     @bandoneon.hookimpl(trylast=True)
     def after_tool_execution(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
