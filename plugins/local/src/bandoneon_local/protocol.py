@@ -1,0 +1,318 @@
+"""bandoneon's own tool protocol, for chat models whose template knows nothing of tools.
+
+SmolLM2's chat template has no tool support, and llama.cpp does not enforce ``tool_choice``
+for it, so the tools are rendered into the system prompt and every reply is constrained by a
+JSON schema (llama.cpp turns it into a grammar) that is the union of
+
+- ``{"tool": "<one of the offered names>", "arguments": {...}}`` with arguments valid for that
+  tool's schema, and
+- ``{"answer": "<text>"}``, the final answer.
+
+A reply is therefore a well-formed call or an answer, never prose that looks like a call.
+Every string in the schema gets a ``maxLength`` (the tool's own limit, or a default), so no
+argument can run on until the context is full. The conversation is shown to the model in the
+same shape: its past calls as that JSON, tool results as user messages naming the tool.
+
+``ReplyDecoder`` reads the constrained reply as it streams, so an answer reaches listeners as
+text deltas and a call as tool-call deltas (its arguments piece by piece).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from bandoneon import BadResponse, ConfigError, DeltaCallback, Message, ModelRequest, ToolCall, ToolSpec
+
+__all__ = [
+    "DEFAULT_STRING_CAP",
+    "ReplyDecoder",
+    "ReplyShape",
+    "cap_strings",
+    "instructions",
+    "render_messages",
+    "reply_schema",
+    "reply_shape",
+]
+
+#: ``maxLength`` of a string argument whose schema declares none (characters).
+DEFAULT_STRING_CAP = 400
+_TOOL, _ARGUMENTS, _ANSWER = "tool", "arguments", "answer"
+
+
+@attrs.frozen
+class ReplyShape:
+    """What one reply may be: a call to one of ``calls``, and/or an answer (``may_answer``).
+
+    ``calls`` empty and ``may_answer`` true with no tools offered at all means plain text.
+    """
+
+    calls: tuple[ToolSpec, ...]
+    may_answer: bool
+    offers_tools: bool
+
+    @property
+    def is_plain(self) -> bool:
+        return not self.offers_tools
+
+
+def reply_shape(tools: Sequence[ToolSpec], tool_choice: Any) -> ReplyShape:
+    """The shape ``tool_choice`` allows: ``auto``/None (call or answer), ``none`` (answer),
+    ``required``/``any`` (a call), or one named tool; ``ConfigError`` for anything else."""
+    tools = tuple(tools)
+    if not tools:
+        return ReplyShape((), True, False)
+    if tool_choice is None or tool_choice == "auto":
+        return ReplyShape(tools, True, True)
+    if tool_choice == "none":
+        return ReplyShape((), True, True)
+    if tool_choice in ("required", "any"):
+        return ReplyShape(tools, False, True)
+    if isinstance(tool_choice, Mapping):
+        name = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+        if not name:
+            raise ConfigError(f"local model: tool_choice {tool_choice!r} names no tool; use 'auto', 'none', 'required' or {{'type': 'function', 'function': {{'name': ...}}}}")
+        chosen = tuple(t for t in tools if t.name == name)
+        if not chosen:
+            raise ConfigError(f"local model: tool_choice names {name!r}, which is not one of the offered tools ({', '.join(t.name for t in tools)})")
+        return ReplyShape(chosen, False, True)
+    raise ConfigError(f"local model: unknown tool_choice {tool_choice!r}; use 'auto', 'none', 'required' or a tool name dict")
+
+
+def cap_strings(schema: Any, cap: int) -> Any:
+    """A copy of ``schema`` where every free string has a ``maxLength`` (its own, or ``cap``)."""
+    if isinstance(schema, list):
+        return [cap_strings(item, cap) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    capped = {key: cap_strings(value, cap) if key not in ("enum", "const", "default", "examples", "required") else value for key, value in schema.items()}
+    kind = capped.get("type")
+    is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    if is_string and "maxLength" not in capped and "enum" not in capped and "const" not in capped:
+        capped["maxLength"] = cap
+    return capped
+
+
+def reply_schema(shape: ReplyShape, *, string_cap: int, answer_cap: int) -> dict[str, Any] | None:
+    """The JSON schema every reply must match, or None for plain text."""
+    if shape.is_plain:
+        return None
+    variants: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {_TOOL: {"const": spec.name}, _ARGUMENTS: cap_strings(_object_schema(spec.parameters), string_cap)},
+            "required": [_TOOL, _ARGUMENTS],
+            "additionalProperties": False,
+        }
+        for spec in shape.calls
+    ]
+    if shape.may_answer:
+        variants.append({"type": "object", "properties": {_ANSWER: {"type": "string", "maxLength": answer_cap}}, "required": [_ANSWER], "additionalProperties": False})
+    return variants[0] if len(variants) == 1 else {"oneOf": variants}
+
+
+def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    schema = dict(parameters) or {"type": "object", "properties": {}}
+    schema.setdefault("type", "object")
+    return schema
+
+
+def instructions(shape: ReplyShape, tools: Sequence[ToolSpec]) -> str:
+    """The part of the system prompt that lists the tools and says how to reply."""
+    if shape.is_plain:
+        return ""
+    lines = ["You can call these tools:"]
+    for spec in tools:
+        properties = dict(spec.parameters).get("properties") or {}
+        lines.append(f"- {spec.name}: {spec.description.strip() or '(no description)'} Arguments: {json.dumps(properties, ensure_ascii=False)}")
+    call = '{"tool":"<tool name>","arguments":{<arguments>}}'
+    answer = '{"answer":"<your reply to the user>"}'
+    if shape.calls and shape.may_answer:
+        lines.append(f"Reply with one JSON object: {call} to call a tool, or {answer} to answer.")
+    elif shape.calls:
+        names = ", ".join(spec.name for spec in shape.calls)
+        lines.append(f"Reply with one JSON object that calls a tool ({names}): {call}")
+    else:
+        lines.append(f"Reply with one JSON object that answers: {answer}")
+    return "\n".join(lines)
+
+
+def render_messages(request: ModelRequest, shape: ReplyShape) -> list[dict[str, Any]]:
+    """The chat messages the model reads: system prompt (with the tool instructions), then the
+    history, where past calls and answers appear in the reply format and results as user text."""
+    system = "\n\n".join(part for part in (request.system_prompt, instructions(shape, request.tools)) if part)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in request.messages:
+        messages.append(_render(message, as_json=not shape.is_plain))
+    return messages
+
+
+def _render(message: Message, *, as_json: bool) -> dict[str, Any]:
+    if message.role == "tool":
+        label = "Error from" if message.is_error else "Result of"
+        return {"role": "user", "content": f"{label} {message.name or 'the tool'}: {message.content}"}
+    if message.role == "assistant":
+        if message.tool_calls:
+            content = "\n".join(f'{{"{_TOOL}":{json.dumps(c.name)},"{_ARGUMENTS}":{c.arguments or "{}"}}}' for c in message.tool_calls)
+        elif as_json:
+            content = json.dumps({_ANSWER: message.content}, ensure_ascii=False, separators=(",", ":"))
+        else:
+            content = message.content
+        return {"role": "assistant", "content": content}
+    return {"role": message.role, "content": message.content}
+
+
+class ReplyDecoder:
+    """Reads a reply as it streams: plain text, or the constrained JSON of the protocol.
+
+    ``feed`` takes each generated piece and reports what it can to ``on_delta``: the answer's
+    text as it is decoded, the call's name once complete and its arguments piece by piece.
+    ``message`` gives the whole reply once the stream ended.
+    """
+
+    def __init__(self, shape: ReplyShape, on_delta: DeltaCallback | None):
+        self.shape = shape
+        self.on_delta = on_delta
+        self.raw: list[str] = []
+        # the scanner's state, for the JSON form
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self._after_key = False
+        self._key: str | None = None
+        self._string: list[str] = []  # the raw text of the depth-1 string being read
+        self._reading: str | None = None  # "key", "tool", "answer", "arguments" or None
+        self._name: str | None = None
+        self._name_sent = False
+        self._arguments: list[str] = []
+        self._arguments_sent = 0
+        self._answer_sent = ""
+        self._answer_raw = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.raw)
+
+    async def feed(self, piece: str) -> None:
+        self.raw.append(piece)
+        if self.shape.is_plain:
+            if self.on_delta is not None and piece:
+                await self.on_delta("text", piece)
+            return
+        for char in piece:
+            self._scan(char)
+        await self._report()
+
+    def _scan(self, char: str) -> None:
+        if self._reading == "arguments":
+            self._arguments.append(char)
+        if self._in_string:
+            if self._escape:
+                self._escape = False
+            elif char == "\\":
+                self._escape = True
+            elif char == '"':
+                self._in_string = False
+                if self._depth == 1:
+                    self._end_string()
+                return
+            if self._depth == 1:
+                self._string.append(char)
+            return
+        if char == '"':
+            self._in_string = True
+            if self._depth == 1:
+                self._string = []
+                self._reading = self._key if self._after_key else "key"
+        elif char in "{[":
+            self._depth += 1
+            if self._depth == 2 and self._after_key and self._key == _ARGUMENTS:
+                self._reading = "arguments"
+                self._arguments = [char]
+        elif char in "}]":
+            self._depth -= 1
+            if self._depth == 1 and self._reading == "arguments":
+                self._reading = None
+                self._after_key = False
+        elif char == ":" and self._depth == 1:
+            self._after_key = True
+        elif char == "," and self._depth == 1:
+            self._after_key = False
+
+    def _end_string(self) -> None:
+        value = _decode_string("".join(self._string))
+        if self._reading == "key":
+            self._key = value
+        elif self._reading == _TOOL:
+            self._name = value
+            self._after_key = False
+        elif self._reading == _ANSWER:
+            self._answer_raw = "".join(self._string)
+            self._after_key = False
+        self._reading = None
+
+    async def _report(self) -> None:
+        if self.on_delta is None:
+            return
+        if self._key == _ANSWER and (self._reading == _ANSWER or self._answer_raw):
+            decoded = _decode_prefix(self._answer_raw or "".join(self._string))
+            if len(decoded) > len(self._answer_sent):
+                await self.on_delta("text", decoded[len(self._answer_sent):])
+                self._answer_sent = decoded
+        if self._name is not None and not self._name_sent:
+            self._name_sent = True
+            await self.on_delta("tool_call", (0, self._name, ""))
+        if self._name_sent and len(self._arguments) > self._arguments_sent:
+            piece = "".join(self._arguments[self._arguments_sent:])
+            self._arguments_sent = len(self._arguments)
+            await self.on_delta("tool_call", (0, self._name, piece))
+
+    def message(self, finish_reason: str) -> Message:
+        """The reply as a message; a reply cut short by ``max_tokens`` keeps what was made
+        (a call with its broken arguments, which the loop answers as cut off)."""
+        text = self.text
+        if self.shape.is_plain:
+            return Message.assistant(text)
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get(_TOOL), str):
+            return Message.assistant("", [ToolCall(_call_id(), data[_TOOL], "".join(self._arguments) or "{}")])
+        if isinstance(data, dict) and isinstance(data.get(_ANSWER), str):
+            return Message.assistant(data[_ANSWER])
+        if finish_reason == "length":
+            if self._name is not None:
+                return Message.assistant("", [ToolCall(_call_id(), self._name, "".join(self._arguments))])
+            if self._key == _ANSWER:
+                return Message.assistant(_decode_prefix(self._answer_raw or "".join(self._string)))
+        raise BadResponse(f"local: the reply does not follow the tool protocol: {text[:200]!r}", provider="local")
+
+
+def _call_id() -> str:
+    return f"call_{os.urandom(6).hex()}"
+
+
+def _decode_string(raw: str) -> str:
+    try:
+        return str(json.loads(f'"{raw}"'))
+    except ValueError:
+        return _decode_prefix(raw)
+
+
+def _decode_prefix(raw: str) -> str:
+    """The decoded text of the longest prefix of a JSON string body that parses: a cut escape
+    is left for later, and so is a dangling high surrogate (joined deltas equal the whole)."""
+    for cut in range(len(raw), max(-1, len(raw) - 13), -1):
+        try:
+            decoded = str(json.loads(f'"{raw[:cut]}"'))
+        except ValueError:
+            continue
+        if decoded and "\ud800" <= decoded[-1] <= "\udbff":
+            continue
+        return decoded
+    return ""
