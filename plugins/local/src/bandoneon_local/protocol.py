@@ -54,22 +54,24 @@ class ReplyShape:
     calls: tuple[ToolSpec, ...]
     may_answer: bool
     offers_tools: bool
+    #: The JSON schema of a typed answer (``ModelRequest.output_schema``), else a free string.
+    answer_schema: Mapping[str, Any] | None = None
 
     @property
     def is_plain(self) -> bool:
         return not self.offers_tools
 
 
-def reply_shape(tools: Sequence[ToolSpec], tool_choice: Any) -> ReplyShape:
+def reply_shape(tools: Sequence[ToolSpec], tool_choice: Any, answer_schema: Mapping[str, Any] | None = None) -> ReplyShape:
     """The shape ``tool_choice`` allows: ``auto``/None (call or answer), ``none`` (answer),
     ``required``/``any`` (a call), or one named tool; ``ConfigError`` for anything else."""
     tools = tuple(tools)
     if not tools:
-        return ReplyShape((), True, False)
+        return ReplyShape((), True, False, answer_schema)
     if tool_choice is None or tool_choice == "auto":
-        return ReplyShape(tools, True, True)
+        return ReplyShape(tools, True, True, answer_schema)
     if tool_choice == "none":
-        return ReplyShape((), True, True)
+        return ReplyShape((), True, True, answer_schema)
     if tool_choice in ("required", "any"):
         return ReplyShape(tools, False, True)
     if isinstance(tool_choice, Mapping):
@@ -98,9 +100,10 @@ def cap_strings(schema: Any, cap: int) -> Any:
 
 
 def reply_schema(shape: ReplyShape, *, string_cap: int, answer_cap: int) -> dict[str, Any] | None:
-    """The JSON schema every reply must match, or None for plain text."""
+    """The JSON schema every reply must match, or None for free text."""
+    answer = cap_strings(shape.answer_schema, string_cap) if shape.answer_schema is not None else {"type": "string", "maxLength": answer_cap}
     if shape.is_plain:
-        return None
+        return answer if shape.answer_schema is not None else None
     variants: list[dict[str, Any]] = [
         {
             "type": "object",
@@ -111,7 +114,7 @@ def reply_schema(shape: ReplyShape, *, string_cap: int, answer_cap: int) -> dict
         for spec in shape.calls
     ]
     if shape.may_answer:
-        variants.append({"type": "object", "properties": {_ANSWER: {"type": "string", "maxLength": answer_cap}}, "required": [_ANSWER], "additionalProperties": False})
+        variants.append({"type": "object", "properties": {_ANSWER: answer}, "required": [_ANSWER], "additionalProperties": False})
     return variants[0] if len(variants) == 1 else {"oneOf": variants}
 
 
@@ -130,7 +133,7 @@ def instructions(shape: ReplyShape, tools: Sequence[ToolSpec]) -> str:
         properties = dict(spec.parameters).get("properties") or {}
         lines.append(f"- {spec.name}: {spec.description.strip() or '(no description)'} Arguments: {json.dumps(properties, ensure_ascii=False)}")
     call = '{"tool":"<tool name>","arguments":{<arguments>}}'
-    answer = '{"answer":"<your reply to the user>"}'
+    answer = '{"answer":{<the answer object>}}' if shape.answer_schema is not None else '{"answer":"<your reply to the user>"}'
     if shape.calls and shape.may_answer:
         lines.append(f"Reply with one JSON object: {call} to call a tool, or {answer} to answer.")
     elif shape.calls:
@@ -188,8 +191,8 @@ class ReplyDecoder:
         self._reading: str | None = None  # "key", "tool", "answer", "arguments" or None
         self._name: str | None = None
         self._name_sent = False
-        self._arguments: list[str] = []
-        self._arguments_sent = 0
+        self._object: list[str] = []  # the raw text of the call's arguments, or of a typed answer
+        self._object_sent = 0
         self._answer_sent = ""
         self._answer_raw = ""
 
@@ -208,8 +211,8 @@ class ReplyDecoder:
         await self._report()
 
     def _scan(self, char: str) -> None:
-        if self._reading == "arguments":
-            self._arguments.append(char)
+        if self._reading == "object":
+            self._object.append(char)
         if self._in_string:
             if self._escape:
                 self._escape = False
@@ -230,12 +233,12 @@ class ReplyDecoder:
                 self._reading = self._key if self._after_key else "key"
         elif char in "{[":
             self._depth += 1
-            if self._depth == 2 and self._after_key and self._key == _ARGUMENTS:
-                self._reading = "arguments"
-                self._arguments = [char]
+            if self._depth == 2 and self._after_key and self._key in (_ARGUMENTS, _ANSWER):
+                self._reading = "object"
+                self._object = [char]
         elif char in "}]":
             self._depth -= 1
-            if self._depth == 1 and self._reading == "arguments":
+            if self._depth == 1 and self._reading == "object":
                 self._reading = None
                 self._after_key = False
         elif char == ":" and self._depth == 1:
@@ -266,10 +269,10 @@ class ReplyDecoder:
         if self._name is not None and not self._name_sent:
             self._name_sent = True
             await self.on_delta("tool_call", (0, self._name, ""))
-        if self._name_sent and len(self._arguments) > self._arguments_sent:
-            piece = "".join(self._arguments[self._arguments_sent:])
-            self._arguments_sent = len(self._arguments)
-            await self.on_delta("tool_call", (0, self._name, piece))
+        if len(self._object) > self._object_sent and (self._name_sent or self._key == _ANSWER):
+            piece = "".join(self._object[self._object_sent:])
+            self._object_sent = len(self._object)
+            await self.on_delta("tool_call", (0, self._name, piece)) if self._name_sent else await self.on_delta("text", piece)
 
     def message(self, finish_reason: str) -> Message:
         """The reply as a message; a reply cut short by ``max_tokens`` keeps what was made
@@ -282,14 +285,20 @@ class ReplyDecoder:
         except ValueError:
             data = None
         if isinstance(data, dict) and isinstance(data.get(_TOOL), str):
-            return Message.assistant("", [ToolCall(_call_id(), data[_TOOL], "".join(self._arguments) or "{}")])
+            return Message.assistant("", [ToolCall(_call_id(), data[_TOOL], "".join(self._object) or "{}")])
         if isinstance(data, dict) and isinstance(data.get(_ANSWER), str):
             return Message.assistant(data[_ANSWER])
+        if isinstance(data, dict) and _ANSWER in data:
+            return Message.assistant("".join(self._object))
         if finish_reason == "length":
-            if self._name is not None:
-                return Message.assistant("", [ToolCall(_call_id(), self._name, "".join(self._arguments))])
+            name = self._name if self._name is not None else _decode_prefix("".join(self._string)) if self._reading == _TOOL else None
+            if name is not None:
+                return Message.assistant("", [ToolCall(_call_id(), name, "".join(self._object))])
+            if self._object:
+                return Message.assistant("".join(self._object))
             if self._key == _ANSWER:
                 return Message.assistant(_decode_prefix(self._answer_raw or "".join(self._string)))
+            return Message.assistant("")  # cut before anything could be read
         raise BadResponse(f"local: the reply does not follow the tool protocol: {text[:200]!r}", provider="local")
 
 

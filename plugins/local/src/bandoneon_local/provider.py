@@ -83,6 +83,11 @@ class LocalModel:
     async def context_window(self) -> int | None:
         return self.settings.n_ctx
 
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """Typed answers are kept to their schema by the same grammar as tool calls, with or
+        without tools (the answer's variant of the reply becomes that object)."""
+        return True
+
     async def engine(self) -> Engine:
         """The loaded model, loading it on a worker thread the first time."""
         if self._engine is None:
@@ -129,7 +134,8 @@ class LocalModel:
         after_result = bool(request.messages) and request.messages[-1].role == "tool"
         if request.tools and self.answer_after_tool_results and after_result and choice in (None, "auto"):
             choice = "none"
-        return reply_shape(request.tools, choice)
+        schema = request.output_schema.schema if request.output_schema is not None else None
+        return reply_shape(request.tools, choice, schema)
 
     def chat_request(self, request: ModelRequest, shape: ReplyShape | None = None) -> dict[str, Any]:
         """The chat-completion request llama.cpp gets for ``request`` (public so tests and the
