@@ -219,7 +219,7 @@ def test_a_reply_cut_by_max_tokens_is_told_to_the_model_not_run():
 
 def test_a_per_turn_max_tokens_bounds_every_reply_by_default():
     model = LocalModel()
-    assert model.chat_request(ModelRequest((Message.user("hi"),)))["max_tokens"] == DEFAULT_MAX_TOKENS == 512
+    assert model.chat_request(ModelRequest((Message.user("hi"),)))["max_tokens"] == DEFAULT_MAX_TOKENS == 256
     assert model.chat_request(ModelRequest((Message.user("hi"),), settings={"max_tokens": 7}))["max_tokens"] == 7
     long = agent(settings={"max_tokens": 5}).run_sync("Write a long story about a dragon.")
     assert long.usage.output_tokens <= 5 and long.messages[-1].role == "assistant"

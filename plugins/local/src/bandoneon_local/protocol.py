@@ -132,8 +132,8 @@ def instructions(shape: ReplyShape, tools: Sequence[ToolSpec]) -> str:
     for spec in tools:
         properties = dict(spec.parameters).get("properties") or {}
         lines.append(f"- {spec.name}: {spec.description.strip() or '(no description)'} Arguments: {json.dumps(properties, ensure_ascii=False)}")
-    call = '{"tool":"<tool name>","arguments":{<arguments>}}'
-    answer = '{"answer":{<the answer object>}}' if shape.answer_schema is not None else '{"answer":"<your reply to the user>"}'
+    call = '{"tool":"NAME","arguments":{...}}'
+    answer = '{"answer":{...}}' if shape.answer_schema is not None else '{"answer":"..."}'
     if shape.calls and shape.may_answer:
         lines.append(f"Reply with one JSON object: {call} to call a tool, or {answer} to answer.")
     elif shape.calls:

@@ -26,7 +26,7 @@ __all__ = ["DEFAULT_MAX_TOKENS", "LocalModel", "local_model"]
 
 #: Tokens one reply may have unless the agent's ``settings`` say otherwise; the window left
 #: after the prompt bounds it further.
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_MAX_TOKENS = 256
 #: Characters per token assumed when an answer's or a string argument's ``maxLength`` is
 #: derived from ``max_tokens``: low on purpose, so a capped string ends before the token limit.
 _CHARS_PER_TOKEN = 2
