@@ -124,30 +124,27 @@ def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def instructions(shape: ReplyShape, tools: Sequence[ToolSpec]) -> str:
-    """The part of the system prompt that lists the tools and says how to reply."""
-    if shape.is_plain:
+def instructions(tools: Sequence[ToolSpec]) -> str:
+    """The part of the system prompt that lists the tools and says how to reply.
+
+    The same whatever ``tool_choice`` allows this turn (the grammar enforces that), so the
+    system prompt does not change from turn to turn and llama.cpp's prompt cache keeps it.
+    The format is described, not shown with a placeholder: a 135M model copies placeholders.
+    """
+    if not tools:
         return ""
     lines = ["You can call these tools:"]
     for spec in tools:
         properties = dict(spec.parameters).get("properties") or {}
         lines.append(f"- {spec.name}: {spec.description.strip() or '(no description)'} Arguments: {json.dumps(properties, ensure_ascii=False)}")
-    call = '{"tool":"NAME","arguments":{...}}'
-    answer = '{"answer":{...}}' if shape.answer_schema is not None else '{"answer":"..."}'
-    if shape.calls and shape.may_answer:
-        lines.append(f"Reply with one JSON object: {call} to call a tool, or {answer} to answer.")
-    elif shape.calls:
-        names = ", ".join(spec.name for spec in shape.calls)
-        lines.append(f"Reply with one JSON object that calls a tool ({names}): {call}")
-    else:
-        lines.append(f"Reply with one JSON object that answers: {answer}")
+    lines.append(f'To call a tool, reply with JSON like {{"tool":"{tools[0].name}","arguments":{{...}}}}. To answer the user, reply with JSON: {{"answer": followed by your answer}}.')
     return "\n".join(lines)
 
 
 def render_messages(request: ModelRequest, shape: ReplyShape) -> list[dict[str, Any]]:
     """The chat messages the model reads: system prompt (with the tool instructions), then the
     history, where past calls and answers appear in the reply format and results as user text."""
-    system = "\n\n".join(part for part in (request.system_prompt, instructions(shape, request.tools)) if part)
+    system = "\n\n".join(part for part in (request.system_prompt, instructions(request.tools)) if part)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in request.messages:
         messages.append(_render(message, as_json=not shape.is_plain))
