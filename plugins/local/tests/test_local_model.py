@@ -250,7 +250,7 @@ def test_with_tools_offered_an_answer_streams_as_its_words_not_the_protocol_json
     talker = agent(tools=[get_weather], tool_choice="none", settings={"max_tokens": 32})
     texts: list[str] = []
     talker.on("text_delta", lambda e: texts.append(e.text))
-    result = talker.run_sync("Say hello.")
+    result = talker.run_sync("Tell me about cats in two sentences.")
     assert result.stop == "end_turn" and result.text
     assert len(texts) > 1 and "".join(texts) == result.text
     assert not result.text.startswith('{"answer"')
