@@ -171,8 +171,7 @@ class Agent(Generic[DepsT, OutputT]):
         if plugins is None:
             plugins = configured_plugins(self.config.plugins, source=self.config.source)
         self.hooks = Hooks(activate(plugins))
-        if max_send_backs < 0:
-            raise ConfigError(f"max_send_backs must be 0 or more, got {max_send_backs}")
+        OPTION_RANGES["max_send_backs"].check("max_send_backs", max_send_backs)
         self.max_send_backs = max_send_backs
         if hook_timeout is not None:
             self.hooks.measure(timeout=hook_timeout, profile=None)

@@ -35,6 +35,7 @@ OPTION_RANGES: dict[str, Range] = {
     "hook_timeout": in_range(above=0, unit="seconds", optional=True),
     "max_tool_concurrency": in_range(at_least=1, integer=True, optional=True),
     "output_retries": in_range(at_least=0, integer=True),
+    "max_send_backs": in_range(at_least=0, integer=True),
 }
 
 

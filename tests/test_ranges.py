@@ -46,6 +46,7 @@ def test_a_number_out_of_range_in_bandoneon_toml_names_the_file_the_key_and_the_
         ("max_turns", 0, "max_turns must be a whole number of at least 1, got 0"),
         ("max_tool_concurrency", 0, "max_tool_concurrency must be a whole number of at least 1, got 0"),
         ("turn_timeout", True, "turn_timeout must be above 0 seconds, got True"),
+        ("max_send_backs", -1, "max_send_backs must be a whole number of at least 0, got -1"),
     ],
 )
 def test_an_agent_argument_out_of_range_is_refused_before_anything_runs(option, value, message):
