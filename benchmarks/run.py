@@ -72,7 +72,7 @@ def _header(args: argparse.Namespace, argv: list[str] | None) -> str:
     return (
         "# bandoneon benchmarks\n\n"
         f"- command: `{command.strip()}`\n"
-        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n"
+        f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC\n"
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}\n"
         f"- python: {platform.python_version()}; {versions}\n"
         "- method: medians after warm-up; ratios measured side by side, contenders alternating each round\n"

@@ -56,7 +56,7 @@ class RunContext:
     ``mode`` (``native`` or ``tool``) and the schema the model is asked to keep to.
     """
 
-    agent: Agent
+    agent: Agent[Any, Any]
     run_id: str
     prompt: str
     messages: list[Message]

@@ -38,7 +38,7 @@ __all__ = ["Hooks", "registration_hooks"]
 
 _log = logging.getLogger("bandoneon.hooks")
 
-SpecModules = tuple[types.ModuleType, ...]
+SpecModules = tuple[types.ModuleType | type, ...]
 _FIRST, _CHAINED, _COLLECTING = Calls.FIRST, Calls.CHAINED, Calls.COLLECTING
 
 
@@ -112,7 +112,9 @@ def _validate(plugin: object, specs: SpecModules, process_wide: bool) -> tuple[_
     styles = _styles(specs)
     manager = pluggy.PluginManager(PROJECT)
     if process_wide:  # only these hooks are called on the class; its other hooks are checked on its instances
-        manager.add_hookspecs(types.SimpleNamespace(**_process_wide_specs(specs)))
+        namespace = types.ModuleType("process_wide_hookspecs")
+        namespace.__dict__.update(_process_wide_specs(specs))
+        manager.add_hookspecs(namespace)
     else:
         for module in specs:
             manager.add_hookspecs(module)
@@ -368,31 +370,39 @@ class Hooks:
     # -------- one typed method per core hook
 
     async def before_turn(self, run: RunContext) -> Stop | None:
-        return await self._run("before_turn", {"run": run})
+        answer: Stop | None = await self._run("before_turn", {"run": run})
+        return answer
 
     async def before_provider_call(self, run: RunContext, request: ModelRequest) -> ModelRequest:
-        return await self._run("before_provider_call", {"run": run, "request": request})
+        answer: ModelRequest = await self._run("before_provider_call", {"run": run, "request": request})
+        return answer
 
     async def before_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> Refuse | Respond | None:
-        return await self._run("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments})
+        answer: Refuse | Respond | None = await self._run("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments})
+        return answer
 
     async def after_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> ToolResult:
-        return await self._run("after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
+        answer: ToolResult = await self._run("after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
+        return answer
 
     async def after_turn(self, run: RunContext, turn: Turn) -> None:
         await self._run("after_turn", {"run": run, "turn": turn})
 
     async def should_stop(self, run: RunContext, turn: Turn) -> Stop | None:
-        return await self._run("should_stop", {"run": run, "turn": turn})
+        answer: Stop | None = await self._run("should_stop", {"run": run, "turn": turn})
+        return answer
 
     async def compact_history(self, run: RunContext, request: ModelRequest, window: int | None) -> Compacted | None:
-        return await self._run("compact_history", {"run": run, "request": request, "window": window})
+        answer: Compacted | None = await self._run("compact_history", {"run": run, "request": request, "window": window})
+        return answer
 
     async def retry_delay(self, run: RunContext, error: Exception, attempt: int) -> Retry | None:
-        return await self._run("retry_delay", {"run": run, "error": error, "attempt": attempt})
+        answer: Retry | None = await self._run("retry_delay", {"run": run, "error": error, "attempt": attempt})
+        return answer
 
     async def wrap_up(self, run: RunContext, stop: Stop) -> Message | None:
-        return await self._run("wrap_up", {"run": run, "stop": stop})
+        answer: Message | None = await self._run("wrap_up", {"run": run, "stop": stop})
+        return answer
 
     async def check_answer(self, run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack:
         """Chained rewrites of the answer (as the spec declares); the first ``SendBack`` ends the
@@ -412,7 +422,8 @@ class Hooks:
         return answer
 
     async def system_prompt_sections(self, run: RunContext) -> list[str]:
-        return await self._run("system_prompt_sections", {"run": run})
+        answer: list[str] = await self._run("system_prompt_sections", {"run": run})
+        return answer
 
     async def before_run(self, run: RunContext) -> None:
         await self._run("before_run", {"run": run})
@@ -423,26 +434,28 @@ class Hooks:
     async def on_event(self, run: RunContext | None, event: Event) -> None:
         await self._run("on_event", {"run": run, "event": event})
 
-    async def agent_closed(self, agent: Agent) -> None:
+    async def agent_closed(self, agent: Agent[Any, Any]) -> None:
         await self._run("agent_closed", {"agent": agent})
 
-    def agent_created(self, agent: Agent) -> None:
+    def agent_created(self, agent: Agent[Any, Any]) -> None:
         self.call_sync(hookspecs.agent_created, agent=agent)
 
-    def check_tools(self, agent: Agent, tools: Mapping[str, Tool]) -> None:
+    def check_tools(self, agent: Agent[Any, Any], tools: Mapping[str, Tool]) -> None:
         self.call_sync(hookspecs.check_tools, agent=agent, tools=tools)
 
-    def redact_text(self, agent: Agent, text: str) -> str:
-        return self.call_sync(hookspecs.redact_text, agent=agent, text=text)
+    def redact_text(self, agent: Agent[Any, Any], text: str) -> str:
+        answer: str = self.call_sync(hookspecs.redact_text, agent=agent, text=text)
+        return answer
 
-    def register_tools(self, agent: Agent) -> list[Tool]:
+    def register_tools(self, agent: Agent[Any, Any]) -> list[Tool]:
         return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
 
     def register_providers(self, register: Callable[..., None]) -> None:
         self._each_isolated(hookspecs.register_providers, register=register)
 
     def session_plugin(self, session_id: str, path: str | None) -> object | None:
-        return self.call_sync(hookspecs.session_plugin, session_id=session_id, path=path)
+        answer: object | None = self.call_sync(hookspecs.session_plugin, session_id=session_id, path=path)
+        return answer
 
     def register_commands(self, subparsers: Any) -> None:
         self._each_isolated(hookspecs.register_commands, subparsers=subparsers)

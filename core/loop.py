@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from . import hookspecs
-from .decisions import FinalAnswer, Stop
+from .decisions import Stop
 from .errors import ProviderError, StreamInterrupted
 from .events import (
     AssistantMessage,

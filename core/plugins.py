@@ -94,7 +94,7 @@ def plugin_name(plugin: object) -> str:
     return key.__name__.rpartition(".")[2] if isinstance(key, types.ModuleType) else key.__name__.lower()
 
 
-def published_hookspecs(plugin: object) -> types.ModuleType | None:
+def published_hookspecs(plugin: object) -> types.ModuleType | type | None:
     """The module of hookspecs ``plugin`` publishes, if any."""
     key = plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin)
     specs = getattr(key, "hookspecs", None)
@@ -215,7 +215,7 @@ def load_plugin(name: str) -> type | types.ModuleType:
 
 
 @functools.cache
-def installed_hookspecs() -> tuple[types.ModuleType, ...]:
+def installed_hookspecs() -> tuple[types.ModuleType | type, ...]:
     """The hookspec modules every importable installed plugin publishes."""
     loaded = (entry.load() for entry in installed_plugins().values())
     return tuple(dict.fromkeys(specs for plugin in loaded if plugin is not None and (specs := published_hookspecs(plugin)) is not None))
@@ -273,7 +273,7 @@ def configured_plugins(configured: Mapping[str, Mapping[str, Any]] | None = None
     ]
 
 
-def _configured_plugin(name: str, source: str) -> type:
+def _configured_plugin(name: str, source: str) -> type | types.ModuleType:
     """``load_plugin`` for a name a configuration file gave: the error names the file."""
     try:
         return load_plugin(name)

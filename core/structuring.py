@@ -10,7 +10,6 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
 
 from .schema import object_fields, type_phrase
 

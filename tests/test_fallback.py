@@ -8,7 +8,7 @@ import json
 import bandoneon
 import pytest
 from bandoneon import ConfigError
-from bandoneon.testing import Fault, MockLLMServer, Reply, call
+from bandoneon.testing import Fault, MockLLMServer, Reply
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ async def test_local_vectors_rank_by_meaning_not_words(embedder):
     note, related, unrelated = await embedder.embed(
         ["The customer buys a kilo of Colombian coffee beans", "which coffee does this customer order", "the weather in Paris is rainy"]
     )
-    dot = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))  # noqa: E731
     assert dot(note, related) > dot(note, unrelated) + 0.2
 
 

@@ -9,7 +9,7 @@ import tomllib
 import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
-from bandoneon_guard import PolicyPack, policy_from_text
+from bandoneon_guard import PolicyPack
 from bandoneon_guard.cli import show_policy
 
 try:

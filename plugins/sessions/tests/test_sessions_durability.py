@@ -13,7 +13,7 @@ from pathlib import Path
 
 import bandoneon
 import pytest
-from bandoneon import Message, ToolCall, Usage
+from bandoneon import Message, ToolCall
 from bandoneon.testing import FaultyDisk, ScriptedModel
 from bandoneon_sessions import JsonlStore, SessionDamaged, SessionError, Sessions, SqliteSessionStore
 from bandoneon_sessions.cli import list_command

@@ -161,12 +161,13 @@ def _escalation(agent: bandoneon.Agent, on_exhausted: OnExhausted) -> Escalate |
         return None
     if on_exhausted == "human":
         # The approval channel, through the review_exhausted hook the human plugin publishes.
+        missing = bandoneon.ConfigError("on_exhausted='human' (or Plan(escalate=True)) needs the human plugin (bandoneon-human) active in the agent")
         try:
             from bandoneon_human import hookspecs as human_hooks
         except ImportError:
-            human_hooks = None
-        if human_hooks is None or not agent.hooks.implements(human_hooks.review_exhausted):
-            raise bandoneon.ConfigError("on_exhausted='human' (or Plan(escalate=True)) needs the human plugin (bandoneon-human) active in the agent")
+            raise missing from None
+        if not agent.hooks.implements(human_hooks.review_exhausted):
+            raise missing
         review_exhausted = human_hooks.review_exhausted
 
         async def ask_the_person(so_far: ReflectResult, task: str) -> Escalation:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 
