@@ -5,7 +5,7 @@ from typing import ClassVar
 import attrs
 import bandoneon
 from bandoneon.testing import ScriptedModel, call
-from bandoneon_tracing import JsonlExporter, Tracing, read_jsonl
+from bandoneon_tracing import Tracing, read_jsonl
 
 
 @bandoneon.tool
