@@ -35,7 +35,7 @@ def decode(shape, pieces: list[str], finish: str = "stop") -> tuple[Message, lis
 
 def cut(text: str, points: list[int]) -> list[str]:
     points = sorted({p % (len(text) + 1) for p in points} | {0, len(text)})
-    return [text[a:b] for a, b in zip(points, points[1:])]
+    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
 
 
 # ---------------------------------------------------------------- the reply schema
