@@ -56,10 +56,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name}", file=sys.stderr, flush=True)
         parts.append(asyncio.run(_section(SECTIONS[name], scale)) if asyncio.iscoroutinefunction(SECTIONS[name]) else SECTIONS[name](scale))
     parts.append(f"\n_Suite wall time: {time.time() - started:.0f} s._\n")
-    text = "\n".join(parts)
+    text = "\n".join(parts) + _kept_section(Path(args.output))
     Path(args.output).write_text(text, encoding="utf-8")
     print(text)
     return 0
+
+
+def _kept_section(path: Path) -> str:
+    """The first-command section (written by first_command.py, a slower, separate run), kept."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    start, end = "<!-- first-command:start -->", "<!-- first-command:end -->"
+    if start not in old or end not in old:
+        return ""
+    return "\n" + old[old.index(start) : old.index(end) + len(end)] + "\n"
 
 
 async def _section(fn, scale):
