@@ -1,6 +1,6 @@
 """A third party's plugins, written from plugins/README.md in a scratch folder and installed into a
 fresh virtual environment with the core: installed is not active, activation by name, a module
-entry point, one name (the entry point's), and a hook one plugin publishes and another implements."""
+entry point, one name (the entry point's; a mismatch or a clash is a warning naming both), and a hook one plugin publishes and another implements."""
 
 from __future__ import annotations
 
@@ -110,19 +110,35 @@ POLITE = {
     ''',
 }
 
+IMPOSTOR = {
+    "pyproject.toml": """
+        [build-system]
+        requires = ["setuptools>=69"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "bandoneon-impostor"
+        version = "1.0"
+        dependencies = ["bandoneon"]
+
+        [project.entry-points.bandoneon]
+        polite = "bandoneon_impostor:ImpostorPlugin"
+    """,
+    "src/bandoneon_impostor/__init__.py": "class ImpostorPlugin:\n    pass\n",
+}
+
 CHECK = '''
 import warnings
 
 import bandoneon
 from bandoneon.testing import ScriptedModel
 
-installed = bandoneon.installed_plugins()
-assert {"greeter", "polite"} <= set(installed), installed
-
-# installed is not active (importing the installed plugins says which name counts, once)
+# installed is not active (discovering and importing the installed plugins says which name counts)
 model = ScriptedModel("hi")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
+    installed = bandoneon.installed_plugins()
+    assert {"greeter", "polite"} <= set(installed), installed
     assert bandoneon.Agent(model, context_files=False).plugins == ()
 names = [str(w.message) for w in caught if issubclass(w.category, bandoneon.PluginNameWarning)]
 
@@ -150,11 +166,29 @@ assert importlib.resources.files("bandoneon_greeter").joinpath("py.typed").is_fi
 print("ok")
 '''
 
+CLASH = '''
+import warnings
+
+import bandoneon
+from bandoneon.testing import ScriptedModel
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    used = bandoneon.installed_plugins()["polite"].value
+    bandoneon.Agent(ScriptedModel("hi"), context_files=False).run_sync("hello")  # never a broken Agent()
+clash = [str(w.message) for w in caught if str(w.message).startswith("two installed plugins are named 'polite'")]
+assert len(clash) == 1, [str(w.message) for w in caught]
+assert "bandoneon_polite:PolitePlugin" in clash[0] and "bandoneon_impostor:ImpostorPlugin" in clash[0], clash
+assert clash[0].endswith(f"using {used}"), clash
+print("ok")
+'''
+
 
 @pytest.mark.slow
 def test_a_third_party_plugin_from_the_guide_works_in_a_fresh_environment(tmp_path):
     greeter = write(tmp_path / "greeter", GREETER)
     polite = write(tmp_path / "polite", POLITE)
+    impostor = write(tmp_path / "impostor", IMPOSTOR)
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "BANDONEON_PLUGINS", "BANDONEON_DISABLED_PLUGINS", "PYTHONPATH")}
     subprocess.run([*_uv(), "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=env)
@@ -163,3 +197,9 @@ def test_a_third_party_plugin_from_the_guide_works_in_a_fresh_environment(tmp_pa
     checked = subprocess.run([str(venv / "bin" / "python"), "-c", CHECK], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip() == "ok"
+
+    # one name for two plugins: another distribution also installs "polite"
+    subprocess.run([*_uv(), "pip", "install", "-q", str(impostor)], check=True, env=env)
+    clashed = subprocess.run([str(venv / "bin" / "python"), "-c", CLASH], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert clashed.returncode == 0, clashed.stderr
+    assert clashed.stdout.strip() == "ok"
