@@ -87,7 +87,10 @@ class Range:
         raise ConfigError(f"{prefix}{key} must be {self.describe()}, got {value!r}")
 
     def __call__(self, instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        """The attrs-validator form: the owner is the plugin's name (or the class name)."""
+        """The attrs-validator form: the owner is the plugin's name (or the class name), looked
+        up only when the value is refused (building an agent validates every option)."""
+        if self.contains(value):
+            return
         from .plugins import plugin_name
 
         self.check(attribute.name, value, owner=plugin_name(instance))
