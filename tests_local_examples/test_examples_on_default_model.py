@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("level_*.py")) + [ROOT / "examples" / "quickstart.py"]
 #: Seconds each script may take, start to end (the issue's bound, on 2 shared cores).
 LIMIT = 60.0
+#: What the person at the terminal types when an example asks (level 12's editor, level 13's
+#: approvals): "y", as many times as asked.
+PERSON = "y\n" * 20
 _BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 #: In a sample that offers ``local:`` as the alternative, the server model strings it shows
 #: are swapped for it, so the sample runs with nothing to start.
@@ -40,7 +43,7 @@ def run_script(arguments: list[str], cwd: Path) -> subprocess.CompletedProcess[s
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BANDONEON_MODEL", "BANDONEON_BASE_URL", "OPENAI_", "ANTHROPIC_"))}
     env["BANDONEON_PROGRESS"] = "0"
     try:
-        return subprocess.run([sys.executable, *arguments], cwd=cwd, env=env, capture_output=True, text=True, timeout=LIMIT)
+        return subprocess.run([sys.executable, *arguments], cwd=cwd, env=env, input=PERSON, capture_output=True, text=True, timeout=LIMIT)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{arguments[-1]} did not end within {LIMIT:g} s; its output so far:\n{exc.stdout}\n{exc.stderr}")
 
