@@ -11,13 +11,13 @@ from bandoneon.testing import ScriptedModel, call
 
 
 @bandoneon.tool
-def book_ticket(seat: str) -> str:
-    """Book a ticket in a seat class (tourist or first).
+def reserve_table(time: str) -> str:
+    """Reserve a table at the restaurant.
 
     Args:
-        seat: tourist or first
+        time: the time, like 21:00
     """
-    return f"booked {seat}"
+    return f"reserved at {time}"
 
 
 @attrs.define
@@ -41,14 +41,14 @@ class SlowLedger(bandoneon.Plugin):
 
 
 def booking_agent(model, **options):
-    return bandoneon.Agent(model, tools=[book_ticket], context_files=False, **options)
+    return bandoneon.Agent(model, tools=[reserve_table], context_files=False, **options)
 
 
 def test_a_hook_that_hangs_fails_the_run_naming_plugin_and_hook_and_the_history_stays_valid():
     ledger = SlowLedger(hangs=True)
-    agent = booking_agent(ScriptedModel(call("book_ticket", seat="first"), "booked", "hello again"), plugins=[ledger], hook_timeout=0.05)
+    agent = booking_agent(ScriptedModel(call("reserve_table", time="21:00"), "booked", "hello again"), plugins=[ledger], hook_timeout=0.05)
     with pytest.raises(bandoneon.PluginError) as caught:
-        agent.run_sync("Book me a seat.")
+        agent.run_sync("Reserve a table.")
     assert "plugin 'ledger' hung in before_tool_execution" in str(caught.value) and "hook_timeout=0.05" in str(caught.value)
     assert (caught.value.plugin, caught.value.hook) == ("ledger", "before_tool_execution")
     calls = {c.id for m in agent.messages if m.role == "assistant" for c in m.tool_calls}
@@ -60,8 +60,8 @@ def test_a_hook_that_hangs_fails_the_run_naming_plugin_and_hook_and_the_history_
 
 def test_without_hook_timeout_hooks_are_not_limited():
     ledger = SlowLedger()
-    agent = booking_agent(ScriptedModel(call("book_ticket", seat="tourist"), "booked"), plugins=[ledger])
-    assert agent.run_sync("Book me a seat.").ok and ledger.asked == ["book_ticket"]
+    agent = booking_agent(ScriptedModel(call("reserve_table", time="21:00"), "booked"), plugins=[ledger])
+    assert agent.run_sync("Reserve a table.").ok and ledger.asked == ["reserve_table"]
     assert agent.hook_timeout is None and agent.hook_profile is None
 
 
@@ -73,14 +73,14 @@ def test_hook_timeout_must_be_positive(value):
 
 def test_profile_hooks_sums_each_plugins_hook_time():
     ledger = SlowLedger()
-    agent = booking_agent(ScriptedModel(call("book_ticket", seat="tourist"), "booked"), plugins=[ledger])
+    agent = booking_agent(ScriptedModel(call("reserve_table", time="21:00"), "booked"), plugins=[ledger])
     profile = agent.profile_hooks()
     assert agent.profile_hooks() is profile
-    agent.run_sync("Book me a seat.")
+    agent.run_sync("Reserve a table.")
     assert profile.counts["ledger"] == 3  # one tool call, two turns
-    assert set(profile.by_hook) == {("ledger", "before_tool_execution"), ("ledger", "after_turn")}
-    assert profile.totals["ledger"] == pytest.approx(sum(profile.by_hook.values()))
-    assert profile.table().splitlines()[1].startswith("ledger  ")
+    assert {key for key in profile.by_hook if key[0] == "ledger"} == {("ledger", "before_tool_execution"), ("ledger", "after_turn")}
+    assert profile.totals["ledger"] == pytest.approx(sum(t for (plugin, _), t in profile.by_hook.items() if plugin == "ledger"))
+    assert any(row.startswith("ledger ") for row in profile.table().splitlines()[1:])
 
 
 def test_a_failing_hook_is_timed_and_still_fails_the_run():
@@ -100,9 +100,9 @@ def test_a_failing_hook_is_timed_and_still_fails_the_run():
 
 
 def test_plugins_profile_prints_each_plugins_hook_time(capsys):
-    assert cli(["plugins", "--profile", "Book me a seat.", "--with", "plan"]) == 0
+    assert cli(["plugins", "--profile", "Reserve a table.", "--with", "plan"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("hook time per plugin, one scripted run (2 turns, 1 tool call) of 'Book me a seat.':")
+    assert out.startswith("hook time per plugin, one scripted run (2 turns, 1 tool call) of 'Reserve a table.':")
     header, *rows = out.splitlines()[1:]
     assert header.split() == ["plugin", "calls", "total", "ms", "slowest", "hook"]
     assert any(row.startswith("plan ") and "system_prompt_sections" in row for row in rows)
