@@ -39,7 +39,7 @@ __all__ = ["Hooks", "registration_hooks"]
 _log = logging.getLogger("bandoneon.hooks")
 
 SpecModules = tuple[types.ModuleType | type, ...]
-_FIRST, _CHAINED, _COLLECTING = Calls.FIRST, Calls.CHAINED, Calls.COLLECTING
+_FIRST, _CHAINED, _COLLECTING, _OBSERVING = Calls.FIRST, Calls.CHAINED, Calls.COLLECTING, Calls.OBSERVING
 
 
 @attrs.frozen
@@ -173,6 +173,15 @@ def _attribute_of(plugin: object, function: Callable[..., Any]) -> str:
     raise PluginError(f"plugin {plugin_name(plugin)!r}: cannot find the attribute of {function!r}")
 
 
+def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
+    """The error a plugin raised, with the plugin named: a bandoneon error keeps its type (a note
+    says where it came from), anything else becomes a ``PluginError``."""
+    if isinstance(exc, BandoneonError):
+        exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
+        return exc
+    return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
+
+
 class Hooks:
     """One agent's plugin registry, behind one typed method per core hook.
 
@@ -268,32 +277,35 @@ class Hooks:
 
     async def _invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call one implementation as pluggy would, await it if it is async, name it in errors."""
+        result = self._start(impl, hook, kwargs)
+        return await self._finish(impl, hook, result) if impl.is_async else result
+
+    @staticmethod
+    def _start(impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+        """Call ``impl`` with the arguments it names: its result, or the awaitable of an async one."""
         try:
             if impl.kwargnames:
-                result = impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
-            else:
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-            if impl.is_async:
-                result = await result
-        except BandoneonError as exc:
-            exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
-            raise
+                return impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
+            return impl.function(*[kwargs[a] for a in impl.argnames])
         except Exception as exc:
-            raise PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook) from exc
-        return result
+            named = _named(exc, impl, hook)
+            if named is exc:
+                raise
+            raise named from exc
+
+    @staticmethod
+    async def _finish(impl: _Impl, hook: str, awaitable: Any) -> Any:
+        try:
+            return await awaitable
+        except Exception as exc:
+            named = _named(exc, impl, hook)
+            if named is exc:
+                raise
+            raise named from exc
 
     def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
-        try:
-            if impl.kwargnames:
-                result = impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
-            else:
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-        except BandoneonError as exc:
-            exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
-            raise
-        except Exception as exc:
-            raise PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook) from exc
+        result = self._start(impl, hook, kwargs)
         if inspect.iscoroutine(result):
             result.close()
             raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
@@ -340,32 +352,35 @@ class Hooks:
     async def _run(self, hook: str, kwargs: dict[str, Any]) -> Any:
         style = self._styles[hook]
         calls = style.calls
-        if calls is _FIRST:
-            for impl in self._impls[hook]:
-                result = await self._invoke(impl, hook, kwargs)
-                if result is not None:
-                    return result
-            return None
-        if calls is _CHAINED:
-            chained: str = style.chains  # type: ignore[assignment]
-            for impl in self._impls[hook]:
-                result = await self._invoke(impl, hook, kwargs)
-                if result is not None:
-                    kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
-            return kwargs[chained]
-        if calls is _COLLECTING:
-            results = []
-            for impl in self._impls[hook]:
-                result = await self._invoke(impl, hook, kwargs)
-                if result is not None:
-                    results.append(result)
-            return results
+        # Unmeasured (the default), a sync implementation is called without a coroutine of its
+        # own: most hook calls of a run are sync, and a coroutine per call was the facade's cost.
+        direct = "_invoke" not in self.__dict__
+        results = []
         for impl in self._impls[hook]:
             try:
-                await self._invoke(impl, hook, kwargs)
+                if direct:
+                    result = self._start(impl, hook, kwargs)
+                    if impl.is_async:
+                        result = await self._finish(impl, hook, result)
+                else:
+                    result = await self._invoke(impl, hook, kwargs)
             except PluginError as exc:
+                if calls is not _OBSERVING:
+                    raise
                 _log.warning("%s (observer errors are not fatal)", exc)
-        return None
+                continue
+            if result is None or calls is _OBSERVING:
+                continue
+            if calls is _FIRST:
+                return result
+            if calls is _CHAINED:
+                chained: str = style.chains  # type: ignore[assignment]
+                kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
+            else:
+                results.append(result)
+        if calls is _CHAINED:
+            return kwargs[style.chains]  # type: ignore[index]
+        return results if calls is _COLLECTING else None
 
     # -------- one typed method per core hook
 

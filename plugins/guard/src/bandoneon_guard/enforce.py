@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import types
 import warnings
 import weakref
@@ -19,6 +20,7 @@ import bandoneon
 
 from .marking import UNTRUSTED_PROMPT, mark_untrusted
 from .policy import Policy
+from .rules import Redaction
 from .trifecta import TrifectaWarning, is_untrusted, trifecta_legs, trifecta_message
 
 __all__ = ["Enforcer"]
@@ -32,23 +34,42 @@ _MARKED = bandoneon.StashKey[set[str]]("guard.marked")  # tool calls whose resul
 _warned: weakref.WeakKeyDictionary[bandoneon.Agent, set[frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
+def _screen(redactions: tuple[Redaction, ...]) -> re.Pattern[str] | None:
+    """One alternation of every pattern: it matches where any of them does, so text it does not
+    match needs no redaction. Patterns that cannot be joined (backreferences, inline flags)
+    leave the screen off, and each pattern is applied as before."""
+    if not redactions:
+        return None
+    joined = "|".join(f"(?:{r.pattern})" for r in redactions)
+    if re.search(r"\\[1-9]|\(\?P=|\(\?[aiLmsux]+\)", joined):
+        return None
+    try:
+        return re.compile(joined)
+    except re.error:
+        return None
+
+
 class Enforcer:
     """Refuses, asks for approval, redacts and marks, as ``policy`` says."""
 
     def __init__(self, policy: Policy, *, label: str):
         self.policy = policy
         self.label = label
+        self._untrusted: dict[str, tuple[bandoneon.Tool, Policy, bool]] = {}  # per tool, while tool and policy stay the same
+        self._plans: dict[tuple[str | None, tuple[Redaction, ...]], tuple[tuple[Redaction, ...], re.Pattern[str] | None]] = {}
 
     # ---------------------------------------------------------------- calls
 
     async def before_tool(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
         """Deny rules first (a refused call never reaches a person), then approval rules."""
-        cwd = Path(run.agent.cwd) if run.agent.cwd is not None else Path.cwd()
+        cwd: Path | None = None
         denied: list[str] = []
         to_approve: list[str] = []
         for rule in self.policy.rules:
             if not rule.applies_to(tool.name):
                 continue
+            if cwd is None:
+                cwd = Path(run.agent.cwd) if run.agent.cwd is not None else Path.cwd()
             problem = rule.problem(arguments, cwd)
             if problem is None:
                 continue
@@ -76,13 +97,28 @@ class Enforcer:
 
     def redact(self, text: str, *, tool_name: str | None = None) -> str:
         """``text`` with the redactions for ``tool_name`` applied; every redaction when None."""
-        for redaction in self.policy.redactions:
-            if tool_name is None or redaction.applies_to(tool_name):
-                text = redaction.apply(text)
+        redactions, screen = self._redactions_for(tool_name)
+        if not redactions or (screen is not None and screen.search(text) is None):
+            return text  # the common case: one scan of the text finds no secret shape at all
+        for redaction in redactions:
+            text = redaction.apply(text)
         return text
 
+    def _redactions_for(self, tool_name: str | None) -> tuple[tuple[Redaction, ...], re.Pattern[str] | None]:
+        """The redactions that apply to ``tool_name``, and one pattern matching wherever any of
+        them would (None when they cannot be combined), worked out once per tool name."""
+        key = (tool_name, self.policy.redactions)
+        found = self._plans.get(key)
+        if found is None:
+            chosen = tuple(r for r in self.policy.redactions if tool_name is None or r.applies_to(tool_name))
+            found = self._plans[key] = (chosen, _screen(chosen))
+        return found
+
     def _is_untrusted(self, tool: bandoneon.Tool) -> bool:
-        return is_untrusted(tool, (pattern for pattern, _ in self.policy.untrusted_tools))
+        known = self._untrusted.get(tool.name)
+        if known is None or known[0] is not tool or known[1] is not self.policy:
+            known = self._untrusted[tool.name] = (tool, self.policy, is_untrusted(tool, (pattern for pattern, _ in self.policy.untrusted_tools)))
+        return known[2]
 
     def prompt_section(self, agent: bandoneon.Agent) -> str | None:
         """Explain the wrapper, but only to an agent that has a tool whose results get it."""
