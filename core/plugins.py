@@ -70,8 +70,6 @@ class Plugin:
     hookspecs: ClassVar[types.ModuleType | None] = None
     is_default: ClassVar[bool] = False
     is_policy_pack: ClassVar[bool] = False
-    #: Subagents started by an agent with this plugin get it too (tracing, guard rules).
-    inherits_to_subagents: ClassVar[bool] = False
     #: This plugin asks a person about ``needs_approval`` tools. Without one active, the core
     #: refuses those calls: an approval nobody can give is a no, never a silent yes.
     handles_approvals: ClassVar[bool] = False

@@ -234,7 +234,6 @@ def test_the_guards_rules_apply_inside_a_subagent():
     subagents = pytest.importorskip("bandoneon_subagents", reason="bandoneon-subagents is not installed")
     from bandoneon.testing import FunctionModel
 
-    assert Guard.inherits_to_subagents  # the core's contract: subagents started by this agent get the guard too
     child_script = [call("send_raven", to="darkwood", text="the ledger"), "The raven was refused."]
     parent_script = [call("messenger", task="Send the ledger to darkwood."), "done"]
 

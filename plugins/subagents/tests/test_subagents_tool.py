@@ -170,6 +170,10 @@ class Guard(bandoneon.Plugin):
             return bandoneon.Refuse(f"guard: {call.name} is not allowed")
         return None
 
+    @bandoneon.hookimpl
+    def inherited_by_subagents(self):
+        return self  # the child gets these very rules (as bandoneon-guard does)
+
 
 @pytest.mark.parametrize(("plugin", "tool_name", "reason"), [(Guard(), "send_email", "guard: send_email is not allowed")])
 def test_the_parents_guard_applies_inside_the_child(plugin, tool_name, reason):
@@ -232,9 +236,12 @@ class Recorder(bandoneon.Plugin):
     """An observer that asks to follow the parent into its subagents (as tracing does)."""
 
     name: ClassVar[str] = "recorder"
-    inherits_to_subagents: ClassVar[bool] = True
     runs: list = attrs.field(factory=list)
     events: list = attrs.field(factory=list)
+
+    @bandoneon.hookimpl
+    def inherited_by_subagents(self):
+        return self
 
     @bandoneon.hookimpl
     def before_run(self, run):
@@ -255,13 +262,13 @@ class Homebody(bandoneon.Plugin):
         self.runs.append(run.depth)
 
 
-def test_plugins_marked_inherits_to_subagents_follow_the_parent_into_every_child():
+def test_plugins_answering_inherited_by_subagents_follow_the_parent_into_every_child():
     recorder, homebody = Recorder(), Homebody()
     model = by_role(parent=[call("scout", task="x"), "done"], child=["found"])
     agent = bandoneon.Agent(model, tools=[scout(plugins=[])], plugins=[recorder, homebody], context_files=False)
     agent.run_sync("go")
     assert recorder.runs == [(0, "agent"), (1, "agent/scout")]  # the same instance, in the child
-    assert homebody.runs == [0]  # a plugin without the flag stays home
+    assert homebody.runs == [0]  # a plugin that does not answer stays home
 
 
 def test_an_inherited_observer_sees_each_child_event_once_under_the_childs_run():

@@ -50,8 +50,9 @@ def test_an_unpriced_answering_model_falls_back_to_the_requested_models_price(mo
     assert span.attributes["bandoneon.cost"] == pytest.approx(1000 * 2.0 / 1e6)
 
 
-def test_tracing_declares_that_subagents_inherit_it():
-    assert Tracing.inherits_to_subagents is True
+def test_tracing_answers_that_subagents_inherit_this_instance():
+    tracing = Tracing()
+    assert tracing.inherited_by_subagents() is tracing
 
 
 def test_a_subagent_run_nests_under_the_parents_tool_call_when_only_the_parent_lists_tracing():
@@ -64,7 +65,7 @@ def test_a_subagent_run_nests_under_the_parents_tool_call_when_only_the_parent_l
     (tool,) = by_kind(spans, "tool")
     runs = by_kind(spans, "run")
     child_runs = [s for s in runs if s.parent_id is not None]
-    assert len(child_runs) == 1, "the child agent did not get the parent's tracing (inherits_to_subagents)"
+    assert len(child_runs) == 1, "the child agent did not get the parent's tracing (inherited_by_subagents)"
     (child,) = child_runs
     assert child.parent_id == tool.span_id
     assert child.attributes["gen_ai.agent.name"].endswith("/scout")

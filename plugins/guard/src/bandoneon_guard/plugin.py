@@ -49,7 +49,6 @@ class Guard(bandoneon.Plugin):
 
     name: ClassVar[str] = "guard"
     #: A subagent obeys the same walls as the agent that started it.
-    inherits_to_subagents: ClassVar[bool] = True
 
     rule_files: list[str] = attrs.Factory(list)
     rules: tuple[Rule, ...] = attrs.field(factory=tuple, converter=_rules)
@@ -91,6 +90,11 @@ class Guard(bandoneon.Plugin):
         this on every span attribute of an agent where the guard is active.
         """
         return self._enforcer.redact(text)
+
+    @bandoneon.hookimpl(optionalhook=True)  # bandoneon-subagents' hook; it may not be installed
+    def inherited_by_subagents(self) -> object:
+        """Subagents get this very instance (the same rules, one trace)."""
+        return self
 
     @bandoneon.hookimpl
     def redact_text(self, text: str) -> str:

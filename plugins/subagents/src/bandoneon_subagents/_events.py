@@ -18,7 +18,7 @@ class SubagentEvent(bandoneon.Event):
     ``run_id`` is the *parent* run's, so the parent's listeners and ``on_event`` plugins see
     an event of the run they know; ``event`` is the child's own event (with the child's
     ``run_id``). Wrapping keeps plugins that are also active in the child (tracing, via
-    ``inherits_to_subagents``) from seeing a child's event twice, once under the wrong run.
+    ``inherited_by_subagents``) from seeing a child's event twice, once under the wrong run.
     A grandchild's events arrive wrapped twice.
     """
 

@@ -3,7 +3,7 @@
 The parent model writes a brief (``task``); a new agent with an empty history, its own
 system prompt, tools and (optionally) model does the errand; only its final text comes back.
 What astorlm's children skip, this one keeps: the parent's policy packs, guard rules and
-plugins marked ``inherits_to_subagents`` (tracing) apply inside the child, the child's usage
+plugins answering ``inherited_by_subagents`` (tracing, guard) apply inside the child, the child's usage
 is added to the parent's, and its run is linked to the parent run (``run.parent``,
 ``run_start.parent_run_id``, ``subagent_event`` for the parent's listeners).
 """
@@ -18,6 +18,7 @@ import attrs
 
 import bandoneon
 
+from . import hookspecs as subagent_hooks
 from ._events import SubagentEvent
 
 __all__ = ["DEFAULT_MAX_DEPTH", "subagent"]
@@ -44,11 +45,14 @@ TASK_DESCRIPTION = (
 )
 
 
-def _is_inherited(plugin: object) -> bool:
-    """Guard rules and plugins that ask for it (``inherits_to_subagents``: tracing) follow the
+def _inherited(parent: bandoneon.Agent) -> list[object]:
+    """The plugins that answer the ``inherited_by_subagents`` hook (guard, tracing) follow the
     parent into every child. Installed policy packs need no handing on: the core puts them in
     every agent, the child included."""
-    return bool(getattr(type(plugin), "inherits_to_subagents", False)) or bandoneon.plugin_name(plugin) == "guard"
+    if not parent.hooks.implements(subagent_hooks.inherited_by_subagents):
+        return []
+    inherited: list[object] = parent.hooks.call_sync(subagent_hooks.inherited_by_subagents, parent=parent)
+    return inherited
 
 
 def _name_of(plugin: object) -> str:
@@ -71,15 +75,15 @@ class _Subagent:
 
     def child_plugins(self, parent: bandoneon.Agent) -> list[object]:
         """What the child activates: the given plugins (or the parent's default ones), plus
-        every inherited plugin of the parent (policy packs, guard, ``inherits_to_subagents``),
+        every plugin of the parent that answers ``inherited_by_subagents`` (guard, tracing),
         as the same instances (same rules, one trace)."""
         if self.plugins is None:
             chosen: list[object] = [p for p in parent.plugins if getattr(type(p), "is_default", False)]
         else:
             chosen = list(self.plugins)
         names = {_name_of(p) for p in chosen}
-        for plugin in parent.plugins:
-            if _is_inherited(plugin) and bandoneon.plugin_name(plugin) not in names:
+        for plugin in _inherited(parent):
+            if bandoneon.plugin_name(plugin) not in names:
                 chosen.append(plugin)
                 names.add(bandoneon.plugin_name(plugin))
         return chosen
@@ -177,7 +181,7 @@ def subagent(
     :param max_turns: the child's turn limit.
     :param plugins: the child's plugins (instances or names). None: the parent's active
         default plugins (retry...). Either way the parent's policy packs, ``guard`` and plugins
-        marked ``inherits_to_subagents`` are added.
+        answering ``inherited_by_subagents`` are added.
     :param max_depth: how many levels of subagents may nest (1: a child cannot start another).
     :param run_timeout: seconds a child may run.
     :param forward_events: the parent run emits each of the child's events as a ``subagent_event``.

@@ -6,6 +6,7 @@ In code, ``subagent(...)`` is all you need; the plugin is for agents configured 
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any, ClassVar
 
 import attrs
@@ -13,6 +14,8 @@ import attrs
 import bandoneon
 
 from bandoneon import import_object
+
+from . import hookspecs as subagent_hooks
 from ._tool import DEFAULT_MAX_DEPTH, RANGES, subagent
 
 __all__ = ["SubagentSpec", "Subagents"]
@@ -47,6 +50,8 @@ class Subagents(bandoneon.Plugin):
     """Adds one subagent tool per entry of ``agents`` to the agent."""
 
     name: ClassVar[str] = "subagents"
+    #: ``inherited_by_subagents``: which of the parent's plugins a child gets too.
+    hookspecs: ClassVar[ModuleType] = subagent_hooks
     agents: dict[str, SubagentSpec] = attrs.field(factory=dict, converter=_specs)
 
     @bandoneon.hookimpl

@@ -29,7 +29,6 @@ class Tracing(bandoneon.Plugin):
     name: ClassVar[str] = "tracing"
     #: The subagents plugin gives a child the parent's instance, so the child's spans join the
     #: parent's trace (the state is per run, so sharing is safe).
-    inherits_to_subagents: ClassVar[bool] = True
 
     jsonl: str | None = None
     otel: bool | None = None
@@ -87,6 +86,11 @@ class Tracing(bandoneon.Plugin):
                 log.warning("tracing: exporter %r failed, trace %s dropped there: %s: %s", sink, spans[0].trace_id if spans else "?", type(exc).__name__, exc)
 
     # ---------------------------------------------------------------- hooks
+
+    @bandoneon.hookimpl(optionalhook=True)  # bandoneon-subagents' hook; it may not be installed
+    def inherited_by_subagents(self) -> object:
+        """Subagents get this very instance (the same rules, one trace)."""
+        return self
 
     @bandoneon.hookimpl
     def on_event(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
