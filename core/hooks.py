@@ -182,6 +182,36 @@ def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
     return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
 
 
+_Order = dict[str, tuple[tuple[int, _Declaration], ...]]
+_orders: dict[tuple[object, ...], _Order] = {}
+
+
+def _call_order(plugins: tuple[object, ...], specs: SpecModules, process_wide: bool) -> _Order:
+    """Per hook, the plugins (by position) and declarations to call, in pluggy's order: policy
+    packs first, then tryfirst, the others, trylast; later-registered first within each, except
+    among trylast (pluggy inserts those at the front, so earlier-registered ones run first).
+
+    Worked out once per combination of plugin classes, so a new agent only binds its instances.
+    """
+    kinds = tuple(p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins)
+    cacheable = not any(not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins)
+    key = (kinds, specs, process_wide)
+    found = _orders.get(key) if cacheable else None
+    if found is not None:
+        return found
+    ranked: dict[str, list[tuple[bool, int, int, tuple[int, _Declaration]]]] = {}
+    for position, (plugin, kind) in enumerate(zip(plugins, kinds, strict=True)):
+        is_pack = bool(getattr(kind, "is_policy_pack", False))
+        for declaration in _declarations(plugin, specs, process_wide=process_wide):
+            ranked.setdefault(declaration.hook, []).append(
+                (not is_pack, declaration.order, position if declaration.order == 2 else -position, (position, declaration))
+            )
+    order = {hook: tuple(entry for *_, entry in sorted(entries, key=_rank)) for hook, entries in ranked.items()}
+    if cacheable:
+        _orders[key] = order
+    return order
+
+
 class Hooks:
     """One agent's plugin registry, behind one typed method per core hook.
 
@@ -201,25 +231,23 @@ class Hooks:
         published = [m for m in map(published_hookspecs, self.plugins) if m is not None]
         self.specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
         self._styles = _styles(self.specs)
-        ranked: dict[str, list[tuple[bool, int, int, _Impl]]] = {}
-        for position, plugin in enumerate(self.plugins):
+        names = []
+        for plugin in self.plugins:
             name = plugin_name(plugin)
             if name in self._by_name:
                 raise ConfigError(f"plugin {name!r} is activated twice in one agent; pass it once")
             self._by_name[name] = plugin
-            is_pack = bool(getattr(plugin if isinstance(plugin, (type, types.ModuleType)) else type(plugin), "is_policy_pack", False))
-            for declaration in _declarations(plugin, self.specs, process_wide=process_wide):
+            names.append(name)
+        self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
+        for hook, entries in _call_order(self.plugins, self.specs, process_wide).items():
+            impls = []
+            for position, declaration in entries:
+                plugin = self.plugins[position]
                 function = getattr(plugin, declaration.attribute)
                 if declaration.binds_class:
                     function = types.MethodType(function, plugin)
-                impl = _Impl(name, function, declaration.argnames, declaration.kwargnames, declaration.is_async)
-                # pluggy's order: later-registered first, except among trylast (inserted at the
-                # front of pluggy's list, so earlier-registered trylast implementations run first).
-                ranked.setdefault(declaration.hook, []).append((not is_pack, declaration.order, position if declaration.order == 2 else -position, impl))
-        self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
-        for hook, entries in ranked.items():
-            entries.sort(key=_rank)
-            self._impls[hook] = tuple(impl for *_, impl in entries)
+                impls.append(_Impl(names[position], function, declaration.argnames, declaration.kwargnames, declaration.is_async))
+            self._impls[hook] = tuple(impls)
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -493,7 +521,7 @@ class Hooks:
                 warnings.warn(f"plugin {impl.plugin!r} skipped: its {hook} raised {type(cause).__name__}: {cause}", PluginImportWarning, stacklevel=2)
 
 
-def _rank(entry: tuple[bool, int, int, _Impl]) -> tuple[bool, int, int]:
+def _rank(entry: tuple[bool, int, int, object]) -> tuple[bool, int, int]:
     """Policy packs first (whatever the others declare), then tryfirst/normal/trylast, then the
     later-registered first (earlier-registered first among trylast, as pluggy does)."""
     return entry[0], entry[1], entry[2]
