@@ -13,7 +13,7 @@ from bandoneon_guard import Guard, mark_untrusted, wrapper_tags
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-_ENTITIES = {"<": ["&lt;", "&LT;", "&#60;", "&#x3c;", "&#X3C;", "&lt", "&amp;lt;", "＜", "﹤"], ">": ["&gt;", "&#62;", "&#x3E;", "＞"], "/": ["&#47;", "&sol;", "&#x2f;"]}
+_ENTITIES = {"<": ["&lt;", "&LT;", "&#60;", "&#x3c;", "&#X3C;", "&lt", "&amp;lt;", "＜", "﹤"], ">": ["&gt;", "&#62;", "&#x3E;", "＞"], "/": ["&#47;", "&sol;", "&#x2f;", "\\/"]}
 
 
 @st.composite
