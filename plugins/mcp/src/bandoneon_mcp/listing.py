@@ -1,0 +1,42 @@
+"""What ``bandoneon mcp list`` prints: each server, whether it starts, and its tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bandoneon
+
+from .config import servers_from_options
+from .events import ServerUnavailable
+from .hub import hub
+
+__all__ = ["list_servers"]
+
+
+def list_servers(options: dict[str, Any], *, source: str) -> str:
+    """Start each configured server once, list its tools, close it again."""
+    try:
+        servers = servers_from_options(options.get("servers", {}))
+    except bandoneon.ConfigError as exc:
+        raise bandoneon.ConfigError(f"{source}: {exc}") from None
+    if not servers:
+        return f"no MCP servers configured in {source} (add [plugins.mcp.servers.NAME] tables)"
+    lines = []
+    lease = hub.new_lease()
+    try:
+        for name, server in servers.items():
+            where = server.command and " ".join([server.command, *server.args]) or server.url
+            try:
+                connection = hub.wait(hub.acquire(lease, name, server))
+            except ServerUnavailable as exc:
+                lines.append(f"{name} ({server.transport}: {where}): does not start: {exc}")
+                continue
+            trust = "trusted" if server.trusted else "untrusted results"
+            lines.append(f"{name} ({server.transport}: {where}): starts, {len(connection.tools)} tools, {trust}")
+            for tool in connection.tools:
+                shown = "" if server.offers(tool.name) else "  [filtered out]"
+                summary = (tool.description or "").strip().splitlines()[0][:90] if tool.description else ""
+                lines.append(f"  {tool.name}: {summary}{shown}")
+    finally:
+        hub.wait(hub.release(lease))
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""An MCP server's tools as bandoneon tools.
+
+Each keeps the server's description and JSON schema as given. The model's arguments are
+checked against that schema (jsonschema) before any request goes out, so a wrong call costs
+one short sentence, not a round trip. The result becomes text (``results``); ``isError``
+becomes an error result the model reads.
+
+Naming: a tool keeps the server's name (made safe for model APIs: letters, digits, ``_``
+and ``-``, at most 64) unless the server has a ``prefix``, or the name is already taken in
+the agent (its own tools, another plugin's, an earlier server's): then it becomes
+``<server>_<name>``. Still taken: the agent cannot be built, and the error says to set a prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from typing import Any
+
+import jsonschema
+import mcp.types as mcp_types
+from mcp import MCPError
+
+import bandoneon
+
+from .config import Server
+from .events import McpServerRestarted, ServerUnavailable
+from .hub import Hub
+from .results import tool_result_text
+
+__all__ = ["bandoneon_name", "make_tool"]
+
+#: The run context reaches the tool under a name no JSON schema property can have.
+_RUN = "bandoneon run"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_RESTARTS = "bandoneon_mcp.restarted"
+_MAX_PROBLEMS = 3
+
+
+def bandoneon_name(server_name: str, server: Server, tool_name: str, taken: Collection[str]) -> str:
+    """The name the model sees (the rule in the module docstring)."""
+    safe = _UNSAFE.sub("_", tool_name)
+    name = f"{server.prefix}{safe}" if server.prefix else safe
+    if name in taken:
+        name = f"{server_name}_{safe}"
+    name = name[:64]
+    if name in taken:
+        raise bandoneon.ConfigError(
+            f"MCP server {server_name!r}: its tool {tool_name!r} cannot be named {name!r}, another tool has "
+            f"that name; give the server a 'prefix' (for example prefix = \"{server_name}__\")"
+        )
+    return name
+
+
+def _validator(server_name: str, tool: mcp_types.Tool) -> jsonschema.protocols.Validator:
+    schema = tool.input_schema
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise bandoneon.ConfigError(f"MCP server {server_name!r}: tool {tool.name!r} has an invalid input schema: {exc.message}") from None
+    return cls(schema)
+
+
+def _problems(validator: jsonschema.protocols.Validator, arguments: dict[str, Any]) -> list[str]:
+    problems = []
+    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))[:_MAX_PROBLEMS]:
+        where = "/".join(str(part) for part in error.path)
+        problems.append(f"{where}: {error.message}" if where else error.message)
+    return problems
+
+
+def make_tool(
+    hub: Hub,
+    connection_of: Callable[[], Any],
+    server_name: str,
+    server: Server,
+    tool: mcp_types.Tool,
+    name: str,
+) -> bandoneon.Tool:
+    """A bandoneon tool that calls ``tool`` on the server ``connection_of()`` returns."""
+    validator = _validator(server_name, tool)
+    remote = tool.name
+
+    async def call_mcp_tool(**arguments: Any) -> str:
+        run: bandoneon.RunContext | None = arguments.pop(_RUN, None)
+        problems = _problems(validator, arguments)
+        if problems:
+            raise bandoneon.ToolError(f"Invalid arguments for {name}: " + "; ".join(problems) + ". Nothing was sent to the server.")
+        result = await call_with_restart(hub, connection_of(), server_name, run, lambda c: c.call_tool(remote, arguments, server.call_timeout))
+        text = tool_result_text(result)
+        if result.is_error:
+            raise bandoneon.ToolError(text)
+        return text
+
+    capabilities = set(server.capabilities)
+    return bandoneon.Tool(
+        name=name,
+        description=(tool.description or tool.title or f"{tool.name} (from MCP server {server_name})").strip(),
+        parameters=dict(tool.input_schema),
+        function=call_mcp_tool,
+        needs_approval=server.approval_needed(tool.name),
+        untrusted_output=not server.trusted,
+        capabilities=frozenset(capabilities | ({"untrusted_output"} if not server.trusted else set())),
+        timeout=server.call_timeout,
+        context_parameter=_RUN,
+        is_async=True,
+    )
+
+
+async def call_with_restart(hub: Hub, connection: Any, server_name: str, run: bandoneon.RunContext | None, request: Callable[[Any], Any]) -> Any:
+    """Send a request; if the server is gone, start it again once per run (with an event).
+
+    A request that was in flight when the server stopped is not repeated (it may have had
+    its effect); one that never left is sent to the restarted server.
+    """
+    try:
+        return await hub.run(request(connection))
+    except ServerUnavailable as exc:
+        stopped = exc
+    except MCPError as exc:
+        raise bandoneon.ToolError(f"MCP server {server_name!r} refused the request: {exc.message or exc}") from None
+    restarted: set[str] = run.state.setdefault(_RESTARTS, set()) if run is not None else set()
+    if server_name in restarted:
+        raise bandoneon.ToolError(f"{stopped} It was already restarted once in this run, so its tools fail until the next run.")
+    restarted.add(server_name)
+    try:
+        await hub.run(connection.restart(stopped.generation))
+    except ServerUnavailable as exc:
+        raise bandoneon.ToolError(f"{stopped} Restarting it failed: {exc}") from None
+    if run is not None:
+        await run.emit(McpServerRestarted(run.run_id, server_name, str(stopped)))
+    if stopped.was_sent:
+        raise bandoneon.ToolError(
+            f"{stopped} It was restarted, but this call may or may not have taken effect; call again if that is safe."
+        )
+    try:
+        return await hub.run(request(connection))
+    except (ServerUnavailable, MCPError) as exc:
+        raise bandoneon.ToolError(f"MCP server {server_name!r} failed again after a restart: {exc}") from None

@@ -1,0 +1,30 @@
+"""What the round-trip tests serve with ``bandoneon mcp serve``: tools and an agent factory."""
+
+from __future__ import annotations
+
+import bandoneon
+from bandoneon.testing import FunctionModel, call
+
+
+@bandoneon.tool
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@bandoneon.tool
+def book_ticket(train: int, seat_class: str) -> str:
+    """Book one seat on a train."""
+    return f"Booked train {train}, {seat_class} class, for Ana Pérez (DNI 30.123.456)."
+
+
+def _reply(request: bandoneon.ModelRequest) -> object:
+    last = request.messages[-1]
+    if last.role == "user":
+        return call("add", a=2, b=3)
+    return f"The sum is {last.content}."
+
+
+def make_agent() -> bandoneon.Agent:
+    """An agent that adds with its tool, then answers (two turns)."""
+    return bandoneon.Agent(FunctionModel(_reply), tools=[add], context_files=False, name="adder")

@@ -1,0 +1,112 @@
+"""``bandoneon mcp serve``: another bandoneon process (or any MCP client) uses our tools and agents.
+
+The round trip: an agent here calls, through the MCP client, tools and an agent served by a
+second bandoneon process over streamable HTTP on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bandoneon
+import pytest
+from bandoneon.testing import ScriptedModel, call
+from bandoneon_mcp import McpPlugin
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+HERE = Path(__file__).parent
+SERVE = "import sys; from bandoneon.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def serve_over_http(*arguments: str, env: dict[str, str] | None = None):
+    port = free_port()
+    environment = {**os.environ, "PYTHONPATH": str(HERE), **(env or {})}
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "mcp", "serve", *arguments, "--transport", "http", "--port", str(port)],
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for _ in range(600):
+        if process.poll() is not None:
+            raise AssertionError(f"mcp serve exited: {process.stderr.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def served():
+    process, url = serve_over_http("--tools", "served", "--agent", "served:make_agent")
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def test_an_agent_calls_tools_and_an_agent_served_by_another_bandoneon_process(served):
+    model = ScriptedModel([call("add", a=40, b=2), call("ask_agent", brief="Add two and three.")], "Both done.")
+    agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"peer": {"url": served, "trusted": True}})], context_files=False)
+    try:
+        assert sorted(agent.tools) == ["add", "ask_agent", "book_ticket"]
+        assert agent.tools["add"].parameters["required"] == ["a", "b"]
+        result = agent.run_sync("Use the peer.")
+    finally:
+        agent.close()
+    added, asked = (m.content for m in result.messages if m.role == "tool")
+    assert added == "42"
+    assert asked == "The sum is 5."
+
+
+async def test_the_served_agent_reports_progress_after_each_turn(served):
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    async with streamable_http_client(served) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("ask_agent", {"brief": "Add two and three."}, progress_callback=progress)
+        empty = await session.call_tool("ask_agent", {"brief": "  "})
+    assert result.content[0].text == "The sum is 5." and not result.is_error
+    assert [value for value, _, _ in seen] == [1, 2]
+    assert seen[0][1] == 25 and seen[0][2] == "turn 1 of at most 25 done"
+    assert empty.is_error and "brief" in empty.content[0].text
+
+
+def test_policy_packs_apply_to_what_is_served():
+    process, url = serve_over_http("--tools", "served", env={"BANDONEON_DISABLED_PLUGINS": ""})
+    try:
+        model = ScriptedModel([call("book_ticket", train=7, seat_class="first"), call("book_ticket", train=7, seat_class="tourist")], "ok")
+        agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"rail": {"url": url, "trusted": True}})], context_files=False)
+        try:
+            result = agent.run_sync("book")
+        finally:
+            agent.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    first, tourist = ((m.content, m.is_error) for m in result.messages if m.role == "tool")
+    assert first[1] and "manager's approval" in first[0]
+    assert not tourist[1] and "DNI ***" in tourist[0] and "30.123.456" not in tourist[0]
+
+
+def test_serving_nothing_is_a_clear_error(capsys):
+    from bandoneon.cli import main
+
+    assert main(["mcp", "serve"]) == 1
+    assert "nothing to serve" in capsys.readouterr().err
