@@ -8,7 +8,7 @@ import sys
 import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
-from bandoneon_mcp import McpPlugin, Server
+from bandoneon_mcp import McpPlugin, McpServerWarning, Server
 from mcp_helpers import server, time_server
 
 
@@ -172,3 +172,25 @@ def test_a_typo_in_bandoneon_toml_names_the_file(tmp_path):
     config.write_text('[plugins.mcp.servers.time]\ncommand = "python"\nargz = ["-m"]\n')
     with pytest.raises(bandoneon.ConfigError, match="bandoneon.toml.*argz|argz.*bandoneon.toml"):
         bandoneon.Agent(ScriptedModel(), config=config, context_files=False)
+
+
+class NoWebServers:
+    """A policy in the shape of a pack: no agent may use MCP servers reached over HTTP."""
+
+    name = "no-web-servers"
+
+    @bandoneon.hookimpl
+    def mcp_server_allowed(self, name: str, server: Server) -> bandoneon.Refuse | None:
+        return bandoneon.Refuse("servers reached over HTTP are not allowed here") if server.url else None
+
+
+def test_a_policy_plugin_keeps_a_whole_server_out():
+    servers = {"box": server("toolbox.py", allow=["echo"]), "web": {"url": "http://127.0.0.1:9/mcp"}}
+    with pytest.warns(McpServerWarning, match="MCP server 'web' is not allowed in agent 'agent': servers reached over HTTP"):
+        agent = bandoneon.Agent(ScriptedModel(), plugins=[McpPlugin(servers=servers), NoWebServers()], context_files=False)
+    try:
+        assert sorted(agent.tools) == ["echo"]
+    finally:
+        agent.close()
+    with pytest.raises(bandoneon.ConfigError, match="not allowed.*marked required"):
+        bandoneon.Agent(ScriptedModel(), plugins=[McpPlugin(servers={"web": {"url": "http://127.0.0.1:9/mcp", "required": True}}), NoWebServers()])

@@ -16,6 +16,7 @@ import mcp.types as mcp_types
 
 import bandoneon
 
+from . import hookspecs
 from .config import Server, servers_from_options
 from .connection import Connection
 from .events import McpToolsChanged, ServerUnavailable
@@ -35,6 +36,8 @@ class McpPlugin(bandoneon.Plugin):
     """Tools from MCP servers (``servers``: name → ``Server`` or a table of its options)."""
 
     name: ClassVar[str] = "mcp"
+    #: ``mcp_server_allowed``: policy packs allow or deny whole servers.
+    hookspecs: ClassVar[Any] = hookspecs
     servers: dict[str, Server] = attrs.field(factory=dict, converter=servers_from_options)
     # Per agent (one plugin instance may serve several): the lease and the tools it was given.
     _leases: weakref.WeakKeyDictionary[Any, int] = attrs.field(init=False, factory=weakref.WeakKeyDictionary)
@@ -48,22 +51,37 @@ class McpPlugin(bandoneon.Plugin):
         lease = self._lease(agent)
         offered: dict[str, dict[str, str]] = {}
         epochs: dict[str, int] = {}
-        for server_name, server in self.servers.items():
-            try:
-                connection = hub.wait(hub.acquire(lease, server_name, server))
-            except ServerUnavailable as exc:
-                if server.required:
-                    hub.wait(hub.release(lease))
-                    raise bandoneon.ConfigError(f"{exc} (the server is marked required)") from None
-                warnings.warn(f"{str(exc).rstrip('.')}. The agent has none of its tools.", McpServerWarning, stacklevel=2)
-                continue
-            epochs[server_name] = connection.tools_epoch
-            offered[server_name] = self._add_tools(agent, server_name, server, connection.tools, {})
-            if server.resources:
-                for made in resource_tools(self, server_name, _taken(agent)):
-                    agent.add_tool(made)
         self._offered[agent] = offered
         self._epochs[agent] = epochs
+        try:
+            for server_name, server in self.servers.items():
+                connection = self._start_for(agent, lease, server_name, server)
+                if connection is None:
+                    continue
+                epochs[server_name] = connection.tools_epoch
+                offered[server_name] = self._add_tools(agent, server_name, server, connection.tools, {})
+                if server.resources:
+                    for made in resource_tools(self, server_name, _taken(agent)):
+                        agent.add_tool(made)
+        except BaseException:
+            # The agent is not built: the servers started for it stop (unless others use them).
+            self._leases.pop(agent, None)
+            hub.wait(hub.release(lease))
+            raise
+
+    def _start_for(self, agent: bandoneon.Agent, lease: int, server_name: str, server: Server) -> Connection | None:
+        """The running server, or None (with a warning) when it is refused or does not start;
+        a required server that cannot be had is a ``ConfigError``."""
+        refusal = agent.hooks.call_sync(hookspecs.mcp_server_allowed, agent=agent, name=server_name, server=server)
+        try:
+            if refusal is not None:
+                raise ServerUnavailable(f"MCP server {server_name!r} is not allowed in agent {agent.name!r}: {refusal.reason}")
+            return hub.wait(hub.acquire(lease, server_name, server))
+        except ServerUnavailable as exc:
+            if server.required:
+                raise bandoneon.ConfigError(f"{exc} (the server is marked required)") from None
+            warnings.warn(f"{str(exc).rstrip('.')}. The agent has none of its tools.", McpServerWarning, stacklevel=3)
+            return None
 
     @bandoneon.hookimpl
     async def before_run(self, run: bandoneon.RunContext) -> None:

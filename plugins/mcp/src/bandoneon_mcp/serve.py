@@ -80,7 +80,7 @@ class _Served:
         except Exception as exc:  # the core's ArgumentsError: a sentence for the caller
             return _result(str(exc), is_error=True)
         hooks = self.host.hooks
-        decision = await hooks.before_tool_execution(run, call, tool, checked) if hooks.implements("before_tool_execution") else None
+        decision = await hooks.before_tool_execution(run, call, tool, checked)
         if isinstance(decision, bandoneon.Refuse):
             return _result(decision.reason, is_error=True)
         if isinstance(decision, bandoneon.Respond):
@@ -94,10 +94,8 @@ class _Served:
                 content, is_error = str(exc), True
             except Exception as exc:
                 content, is_error = f"{name} failed: {exc or type(exc).__name__}", True
-        result = bandoneon.ToolResult(call, content, is_error=is_error, arguments=checked)
-        if hooks.implements("after_tool_execution"):
-            content = await hooks.after_tool_execution(run, call, tool, result)
-        return _result(content, is_error=is_error)
+        result = await hooks.after_tool_execution(run, call, tool, bandoneon.ToolResult(call, content, is_error=is_error, arguments=checked))
+        return _result(result.content, is_error=result.is_error)
 
     async def _ask_agent(self, ctx: Any, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         brief = arguments.get("brief")
