@@ -157,7 +157,7 @@ allow = ["get_current_time"]
         ({"t": {}}, "exactly one of 'command'"),
         ({"t": {"url": "ftp://x"}}, "must start with http"),
         ({"t": {"command": "x", "capabilities": ["flies"]}}, "unknown capabilities"),
-        ({"t": {"command": "x", "startup_timeout": 0}}, "'startup_timeout' must be a positive"),
+        ({"t": {"command": "x", "startup_timeout": 0}}, "startup_timeout must be above 0 seconds, got 0"),
         ({"t": {"command": "x", "colour": "red"}}, "server 't'"),
         ({"bad name!": {"command": "x"}}, "a server name is"),
     ],

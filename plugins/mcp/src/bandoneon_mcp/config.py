@@ -17,6 +17,10 @@ import bandoneon
 __all__ = ["Server", "servers_from_options"]
 
 _SERVER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+_RANGES = {
+    "startup_timeout": bandoneon.in_range(above=0, unit="seconds"),
+    "call_timeout": bandoneon.in_range(above=0, unit="seconds", optional=True),
+}
 
 
 @attrs.frozen
@@ -76,10 +80,8 @@ class Server:
         unknown = set(self.capabilities) - bandoneon.CAPABILITIES
         if unknown:
             raise bandoneon.ConfigError(f"{where}: unknown capabilities {sorted(unknown)}; known: {sorted(bandoneon.CAPABILITIES)}")
-        for option in ("startup_timeout", "call_timeout"):
-            value = getattr(self, option)
-            if value is not None and value <= 0:
-                raise bandoneon.ConfigError(f"{where}: {option!r} must be a positive number of seconds, got {value}")
+        for option, allowed in _RANGES.items():
+            allowed.check(option, getattr(self, option), owner=where)
 
     @property
     def transport(self) -> str:
