@@ -110,3 +110,20 @@ def test_serving_nothing_is_a_clear_error(capsys):
 
     assert main(["mcp", "serve"]) == 1
     assert "nothing to serve" in capsys.readouterr().err
+
+
+def test_tools_served_over_stdio_are_used_by_an_agent_as_a_stdio_server():
+    serve = {
+        "command": sys.executable,
+        "args": ["-c", SERVE, "mcp", "serve", "--tools", "served:add"],
+        "env": {"PYTHONPATH": str(HERE), "BANDONEON_DISABLED_PLUGINS": "policy-example"},
+    }
+    model = ScriptedModel(call("add", a=1, b=2), call("add", a="one", b=2), "3")
+    agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"peer": serve})], context_files=False)
+    try:
+        result = agent.run_sync("add")
+    finally:
+        agent.close()
+    right, wrong = ((m.content, m.is_error) for m in result.messages if m.role == "tool")
+    assert right == ("3", False)
+    assert wrong[1] and "a: 'one' is not of type 'integer'" in wrong[0]

@@ -33,7 +33,8 @@ __all__ = ["bandoneon_name", "make_tool"]
 #: The run context reaches the tool under a name no JSON schema property can have.
 _RUN = "bandoneon run"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_RESTARTS = "bandoneon_mcp.restarted"
+#: The servers already restarted in this run (a server is restarted once per run at most).
+_RESTARTS: bandoneon.StashKey[set[str]] = bandoneon.StashKey("mcp restarted servers")
 _MAX_PROBLEMS = 3
 
 
@@ -120,7 +121,7 @@ async def call_with_restart(hub: Hub, connection: Any, server_name: str, run: ba
         stopped = exc
     except MCPError as exc:
         raise bandoneon.ToolError(f"MCP server {server_name!r} refused the request: {exc.message or exc}") from None
-    restarted: set[str] = run.state.setdefault(_RESTARTS, set()) if run is not None else set()
+    restarted = run.stash.setdefault(_RESTARTS, set()) if run is not None else set()
     if server_name in restarted:
         raise bandoneon.ToolError(f"{stopped} It was already restarted once in this run, so its tools fail until the next run.")
     restarted.add(server_name)
