@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 
 SERVERS = Path(__file__).parent / "servers"
@@ -36,3 +38,18 @@ def mcp_children() -> list[int]:
         if parent == me and state != "Z" and ("mcp" in cmdline or str(SERVERS) in cmdline):
             found.append(int(entry.name))
     return found
+
+
+_MARKED = re.compile(r'\A<untrusted source="[^"]*">\n(.*)\n</untrusted>\Z', re.S)
+
+
+def unmarked(text: str) -> str:
+    """``text`` without the guard's untrusted wrapper. Under ``tox -e packed`` the example
+    policy pack marks MCP results (outside text by default), and the tests still read them."""
+    found = _MARKED.match(text)
+    return found.group(1) if found else text
+
+
+def tool_results(result: Any) -> list[tuple[str, bool]]:
+    """(text, is_error) of each tool result of a run, unmarked."""
+    return [(unmarked(m.content), m.is_error) for m in result.messages if m.role == "tool"]

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from bandoneon.testing import ScriptedModel, call, load_script
+from mcp_helpers import tool_results
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mcp_time_and_git.py"
 
@@ -26,6 +27,6 @@ def test_the_example_asks_both_servers_and_answers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert result.ok
     assert "tools from MCP: convert_time, get_current_time, git_branch, git_diff, git_diff_staged, git_diff_unstaged, git_log, git_show, git_status" in out
-    tokyo, log = (m.content for m in result.messages if m.role == "tool")
+    tokyo, log = (text for text, _ in tool_results(result))
     assert '"timezone": "Asia/Tokyo"' in tokyo
     assert "Add the class schedule" in log

@@ -9,6 +9,7 @@ import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin
+from mcp_helpers import tool_results
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_an_agent_reads_the_status_log_and_diff_of_a_repository(repository):
         result = agent.run_sync("What changed?")
     finally:
         agent.close()
-    status, log, diff = (m.content for m in result.messages if m.role == "tool")
+    status, log, diff = (text for text, _ in tool_results(result))
     assert "modified:   program.txt" in status
     assert "First programme" in log
     assert "+Salon Canning, Friday" in diff

@@ -12,7 +12,7 @@ import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin, McpServerRestarted, McpServerWarning
-from mcp_helpers import mcp_children, server
+from mcp_helpers import mcp_children, server, tool_results
 
 
 def own_box(case: str, **options: object) -> dict[str, object]:
@@ -23,9 +23,6 @@ def own_box(case: str, **options: object) -> dict[str, object]:
 def agent_with(servers: dict[str, object], *replies: object, **options: object) -> bandoneon.Agent:
     return bandoneon.Agent(ScriptedModel(*replies), plugins=[McpPlugin(servers=servers)], context_files=False, **options)
 
-
-def tool_results(result: bandoneon.RunResult) -> list[tuple[str, bool]]:
-    return [(m.content, m.is_error) for m in result.messages if m.role == "tool"]
 
 
 async def wait_for(predicate, what: str) -> None:

@@ -11,7 +11,7 @@ import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin, McpServerWarning, McpToolsChanged
-from mcp_helpers import SERVERS, server
+from mcp_helpers import SERVERS, server, tool_results
 
 
 async def test_resources_and_prompts_are_readable_from_python():
@@ -42,7 +42,7 @@ def test_resources_are_offered_to_the_model_as_two_tools_when_asked():
         result = agent.run_sync("When is the milonga?")
     finally:
         agent.close()
-    listing, reading, missing = ((m.content, m.is_error) for m in result.messages if m.role == "tool")
+    listing, reading, missing = tool_results(result)
     assert listing == ("notes://today — today (text/plain): Today's note", False)
     assert reading == ("[resource notes://today (text/plain)]\nMilonga at nine.", False)
     assert missing[1] and "notes://nothing" in missing[0]
@@ -57,7 +57,7 @@ def test_new_tools_announced_by_the_server_are_offered_from_the_next_turn():
         result = agent.run_sync("grow")
     finally:
         agent.close()
-    grown, extra = ((m.content, m.is_error) for m in result.messages if m.role == "tool")
+    grown, extra = tool_results(result)
     assert grown == ("grown", False) and extra == ("extra here", False)
     assert "extra" not in [spec.name for spec in model.requests[0].tools]
     assert "extra" in [spec.name for spec in model.requests[1].tools]
@@ -89,7 +89,7 @@ def test_a_server_over_streamable_http(http_toolbox):
         result = agent.run_sync("echo")
     finally:
         agent.close()
-    assert [(m.content, m.is_error) for m in result.messages if m.role == "tool"] == [
+    assert tool_results(result) == [
         ("over HTTP", False),
         ('{\n  "city": "Salta",\n  "celsius": 21\n}', False),
     ]

@@ -17,6 +17,7 @@ import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin
+from mcp_helpers import tool_results
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -67,7 +68,7 @@ def test_an_agent_calls_tools_and_an_agent_served_by_another_bandoneon_process(s
         result = agent.run_sync("Use the peer.")
     finally:
         agent.close()
-    added, asked = (m.content for m in result.messages if m.role == "tool")
+    added, asked = (text for text, _ in tool_results(result))
     assert added == "42"
     assert asked == "The sum is 5."
 
@@ -100,7 +101,7 @@ def test_policy_packs_apply_to_what_is_served():
     finally:
         process.terminate()
         process.wait(timeout=30)
-    first, tourist = ((m.content, m.is_error) for m in result.messages if m.role == "tool")
+    first, tourist = tool_results(result)
     assert first[1] and "manager's approval" in first[0]
     assert not tourist[1] and "DNI ***" in tourist[0] and "30.123.456" not in tourist[0]
 
@@ -124,6 +125,6 @@ def test_tools_served_over_stdio_are_used_by_an_agent_as_a_stdio_server():
         result = agent.run_sync("add")
     finally:
         agent.close()
-    right, wrong = ((m.content, m.is_error) for m in result.messages if m.role == "tool")
+    right, wrong = tool_results(result)
     assert right == ("3", False)
     assert wrong[1] and "a: 'one' is not of type 'integer'" in wrong[0]

@@ -9,11 +9,8 @@ import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin, McpServerWarning, Server
-from mcp_helpers import server, time_server
+from mcp_helpers import server, time_server, tool_results
 
-
-def tool_results(result: bandoneon.RunResult) -> list[tuple[str, bool]]:
-    return [(m.content, m.is_error) for m in result.messages if m.role == "tool"]
 
 
 def test_the_servers_tools_keep_their_name_description_and_schema():
@@ -91,7 +88,7 @@ def test_guard_marks_mcp_results_as_untrusted_unless_the_server_is_trusted():
         plugins = [McpPlugin(servers={"box": server("toolbox.py", trusted=trusted)}), Guard()]
         agent = bandoneon.Agent(model, plugins=plugins, context_files=False)
         try:
-            return tool_results(agent.run_sync("echo"))[0][0]
+            return [m.content for m in agent.run_sync("echo").messages if m.role == "tool"][0]
         finally:
             agent.close()
 
