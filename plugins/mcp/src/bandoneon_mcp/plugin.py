@@ -185,14 +185,25 @@ class McpPlugin(bandoneon.Plugin):
                 return name
         raise KeyError(f"no configured MCP server lists the resource {uri!r}; pass server=")
 
-    def _add_tools(self, agent: bandoneon.Agent, server_name: str, server: Server, tools: list[mcp_types.Tool], known: dict[str, str]) -> dict[str, str]:
-        """Add the server's tools the filters let through; return remote name → agent name."""
+    def _add_tools(
+        self, agent: bandoneon.Agent, server_name: str, server: Server, tools: list[mcp_types.Tool], known: dict[str, str], *, known_only_later: bool = False
+    ) -> dict[str, str]:
+        """Add the server's tools the filters let through; return remote name → agent name.
+        ``known_only_later``: the tools were announced during a run (refusals do not end it)."""
         names = dict(known)
         for remote in tools:
             if not server.offers(remote.name) or remote.name in names:
                 continue
-            local = bandoneon_name(server_name, server, remote.name, _taken(agent))
-            agent.add_tool(make_tool(hub, lambda: self._connection(server_name), server_name, server, remote, local))
+            try:
+                local = bandoneon_name(server_name, server, remote.name, _taken(agent))
+                agent.add_tool(make_tool(hub, lambda: self._connection(server_name), server_name, server, remote, local))
+            except bandoneon.ConfigError as exc:
+                if not known_only_later:
+                    raise
+                # A tool announced mid-run that a check refuses (a name clash, the trifecta with
+                # trifecta = "refuse"): the run goes on without it.
+                warnings.warn(f"MCP server {server_name!r}: its new tool {remote.name!r} was not added: {exc}", McpServerWarning, stacklevel=2)
+                continue
             names[remote.name] = local
         return names
 
@@ -217,7 +228,7 @@ class McpPlugin(bandoneon.Plugin):
                 continue
             listed = {t.name for t in tools}
             before = set(names.values())
-            offered[server_name] = self._add_tools(run.agent, server_name, self.servers[server_name], tools, names)
+            offered[server_name] = self._add_tools(run.agent, server_name, self.servers[server_name], tools, names, known_only_later=True)
             added = tuple(sorted(set(offered[server_name].values()) - before))
             removed = tuple(sorted(local for remote, local in names.items() if remote not in listed))
             if added or removed:
