@@ -115,7 +115,7 @@ async def test_a_server_killed_mid_call_is_restarted_once_per_run_then_calls_fai
     try:
         run = asyncio.create_task(agent.run("work"))
         for starts in (1, 2):
-            await wait_for(lambda: lines(marker).count("started") == starts, f"call {starts} started")
+            await wait_for(lambda starts=starts: lines(marker).count("started") == starts, f"call {starts} started")
             [pid] = set(mcp_children()) - before
             os.kill(pid, signal.SIGKILL)
         result = await run

@@ -47,12 +47,11 @@ def resource_tools(plugin: McpPlugin, server_name: str, taken: Collection[str]) 
         names.add(name)
         made.append(
             bandoneon.tool(
-                function,
                 name=name,
                 description=f"{function.__doc__} (MCP server {server_name!r})",
                 untrusted_output=not server.trusted,
                 capabilities=server.capabilities,
                 timeout=server.call_timeout,
-            )
+            )(function)
         )
     return made

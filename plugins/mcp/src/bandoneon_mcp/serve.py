@@ -106,7 +106,8 @@ class _Served:
         worker.clear()
         limit = worker.max_turns
 
-        async def progress(event: bandoneon.TurnEnd) -> None:
+        async def progress(event: bandoneon.Event) -> None:
+            assert isinstance(event, bandoneon.TurnEnd)
             await ctx.session.report_progress(event.turn, limit, f"turn {event.turn} of at most {limit} done")
 
         worker.on("turn_end", progress)
