@@ -110,7 +110,9 @@ async def run_loop(run: RunContext) -> RunResult:
             await _finish(run, result)
     assert stop is not None
     text = final_text(run, stop)
-    output: Any = run.loop_state.output if run.output is not None else text
+    # Only an exit that delivers an answer has an output: an answer sent back, refused or
+    # broken by a rewrite stays in loop_state but must not reach the caller.
+    output: Any = (run.loop_state.output if stop.is_answer else None) if run.output is not None else text
     answer = stop.answer
     rewritten = run.loop_state.rewritten_answer
     if rewritten is not None:

@@ -150,3 +150,20 @@ def test_a_check_answer_that_returns_something_else_fails_the_run_naming_the_plu
 
     with pytest.raises(PluginError, match="check_answer must return None, a FinalAnswer or SendBack"):
         make(ScriptedModel("x"), Wrong()).run_sync("?")
+
+
+def test_a_typed_answer_that_was_not_taken_never_reaches_the_result():
+    native = FunctionModel(lambda request: '{"word": "s3cret"}')
+    native.supports_output_schema = lambda *, with_tools: True
+    refused = make(native, NoSecrets(), output_type=Verdict, max_send_backs=1).run_sync("?")
+    assert (refused.stop, refused.text, refused.output) == ("answer_refused", None, None)
+    limited = make(native, NoSecrets(), output_type=Verdict, max_turns=1).run_sync("?")
+    assert (limited.stop, limited.text, limited.output) == ("max_turns", None, None)
+
+    class Break:
+        @hookimpl
+        def check_answer(self, answer):
+            return attrs.evolve(answer, text="not json")
+
+    broken = make(native, Break(), output_type=Verdict).run_sync("?")
+    assert (broken.stop, broken.output) == ("invalid_output", None)
