@@ -466,15 +466,18 @@ class Agent(Generic[DepsT, OutputT]):
     async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
 
     def _check_parts(self, parts: tuple[Part, ...]) -> None:
-        accepted = frozenset(getattr(self.provider, "input_kinds", ()))
-        missing = sorted(part_kinds(parts) - accepted)
-        if missing:
-            name = f"{getattr(self.provider, 'name', type(self.provider).__name__)}:{getattr(self.provider, 'model', '')}"
-            kinds = " or ".join(f"{kind}s" for kind in missing)
-            raise ConfigError(
-                f"the model {name} cannot take {kinds} (it takes {', '.join(sorted(accepted)) or 'text only'}); "
-                "send text, or use a provider that reads them"
-            )
+        """Every model of the list must read the parts: a fallback may take over mid-run."""
+        for provider in self.models:
+            accepted = frozenset(getattr(provider, "input_kinds", ()))
+            missing = sorted(part_kinds(parts) - accepted)
+            if missing:
+                name = f"{getattr(provider, 'name', type(provider).__name__)}:{getattr(provider, 'model', '')}"
+                role = "" if provider is self.provider else "fallback "
+                kinds = " or ".join(f"{kind}s" for kind in missing)
+                raise ConfigError(
+                    f"the {role}model {name} cannot take {kinds} (it takes {', '.join(sorted(accepted)) or 'text only'}); "
+                    "send text, or use a provider that reads them"
+                )
 
     def _output_spec(self, output_type: Any) -> OutputSpec | None:
         """The spec for ``output_type``, made once per type (and per tools / fallbacks present)."""

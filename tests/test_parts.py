@@ -60,6 +60,15 @@ def test_a_model_that_cannot_read_images_says_so_before_the_request(mock_llm, ph
     assert mock_llm.requests == []
 
 
+def test_a_fallback_that_cannot_read_images_is_named_before_the_request(mock_llm, photo):
+    agent = bandoneon.Agent(
+        [f"openai-compatible:vision@{mock_llm.base_url}", f"llama-cpp-python:text@{mock_llm.base_url}"], plugins=[], context_files=False
+    )
+    with pytest.raises(ConfigError, match=r"the fallback model llama-cpp-python:text cannot take images"):
+        agent.run_sync(["What is this?", ImagePart.from_path(photo)])
+    assert mock_llm.requests == [] and agent.messages == []
+
+
 def test_bad_parts_are_clear_errors(tmp_path, photo):
     (tmp_path / "notes.txt").write_text("hi")
     with pytest.raises(ConfigError, match="not an image bandoneon can send"):
