@@ -147,6 +147,18 @@ def test_thinking_blocks_are_kept_and_sent_back_with_their_signatures(mock_llm):
     assert sent[1]["type"] == "tool_use"
 
 
+def test_reasoning_from_another_server_is_not_sent_as_an_unsigned_thinking_block(mock_llm):
+    with MockLLMServer() as vllm:
+        vllm.add(Reply(text="<think>Look Paris up first.</think>", tool_calls=[("get_forecast", {"city": "Paris"})]), Fault(status=503))
+        mock_llm.add(Reply("Rain."))
+        claude = AnthropicProvider("claude-test", api_key="k", base_url=mock_llm.base_url)
+        agent = bandoneon.Agent([f"vllm:qwq@{vllm.base_url}", claude], tools=[get_forecast], plugins=[], context_files=False)
+        result = agent.run_sync("Rain in Paris?")
+    assert result.text == "Rain." and agent.messages[1].thinking == (bandoneon.Thinking("Look Paris up first."),)
+    sent = mock_llm.requests[0].json["messages"][1]["content"]
+    assert [block["type"] for block in sent] == ["tool_use"]
+
+
 def test_redacted_thinking_is_sent_back_as_it_came(mock_llm):
     message = {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "tool_use",

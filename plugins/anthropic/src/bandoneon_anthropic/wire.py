@@ -78,8 +78,8 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     for thought in message.thinking:  # sent back unchanged: the API checks the signatures
         if thought.is_redacted:
             blocks.append({"type": "redacted_thinking", "data": thought.text})
-        else:
-            blocks.append({"type": "thinking", "thinking": thought.text, "signature": thought.signature or ""})
+        elif thought.signature:  # unsigned reasoning came from another server (a fallback, a resumed session): the API refuses it
+            blocks.append({"type": "thinking", "thinking": thought.text, "signature": thought.signature})
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
