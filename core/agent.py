@@ -83,6 +83,7 @@ class Agent(Generic[DepsT, OutputT]):
     the run ends with ``stop="answer_refused"``.
     """
 
+    @overload
     def __init__(
         self,
         model: str | Provider | Sequence[str | Provider] | None = None,
@@ -109,6 +110,65 @@ class Agent(Generic[DepsT, OutputT]):
         output_mode: OutputMode = "auto",
         output_retries: int = 2,
         deps_type: type[DepsT] | None = None,
+        max_send_backs: int = 2,
+    ) -> None: ...
+    # A Literal or a union is not a ``type`` to type checkers (until PEP 747's TypeForm): the agent
+    # is then Agent[Any, Any]; annotate it (``agent: Agent[None, Cat | Dog] = Agent(...)``) to type it.
+    @overload
+    def __init__(
+        self: Agent[Any, Any],
+        model: str | Provider | Sequence[str | Provider] | None = None,
+        *,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str = "",
+        context_files: bool | Sequence[str | os.PathLike[str]] = True,
+        max_turns: int | None = None,
+        plugins: PluginsArgument = None,
+        run_timeout: float | None = None,
+        tool_timeout: float | None = None,
+        turn_timeout: float | None = None,
+        hook_timeout: float | None = None,
+        max_tool_concurrency: int | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        context_window: int | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        config: Config | str | os.PathLike[str] | None = None,
+        name: str = "agent",
+        json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
+        output_type: object,
+        output_mode: OutputMode = "auto",
+        output_retries: int = 2,
+        deps_type: type[Any] | None = None,
+        max_send_backs: int = 2,
+    ) -> None: ...
+    def __init__(
+        self,
+        model: str | Provider | Sequence[str | Provider] | None = None,
+        *,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        system_prompt: str | None = None,
+        append_system_prompt: str = "",
+        context_files: bool | Sequence[str | os.PathLike[str]] = True,
+        max_turns: int | None = None,
+        plugins: PluginsArgument = None,
+        run_timeout: float | None = None,
+        tool_timeout: float | None = None,
+        turn_timeout: float | None = None,
+        hook_timeout: float | None = None,
+        max_tool_concurrency: int | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        context_window: int | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        config: Config | str | os.PathLike[str] | None = None,
+        name: str = "agent",
+        json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
+        output_type: Any = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int = 2,
+        deps_type: type[Any] | None = None,
         max_send_backs: int = 2,
     ):
         self._init_arguments = dict(locals())
@@ -464,6 +524,8 @@ class Agent(Generic[DepsT, OutputT]):
     async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: None = None) -> RunResult[OutputT]: ...
     @overload
     async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+    @overload
+    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: object) -> RunResult[Any]: ...
 
     def _check_parts(self, parts: tuple[Part, ...]) -> None:
         """Every model of the list must read the parts: a fallback may take over mid-run."""
@@ -550,6 +612,8 @@ class Agent(Generic[DepsT, OutputT]):
     def run_sync(self, prompt: Prompt, *, deps: DepsT | None = None, output_type: None = None) -> RunResult[OutputT]: ...
     @overload
     def run_sync(self, prompt: Prompt, *, deps: DepsT | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+    @overload
+    def run_sync(self, prompt: Prompt, *, deps: DepsT | None = None, output_type: object) -> RunResult[Any]: ...
 
     def run_sync(self, prompt: Prompt, *, deps: Any = None, output_type: Any = None) -> RunResult[Any]:
         """``run`` for scripts. Reuses one event loop per thread rather than paying for a new one.

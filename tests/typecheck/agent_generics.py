@@ -3,7 +3,7 @@
 Lines ending in ``# E: <code>`` must be reported with that error code; no other line may be.
 """
 
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
 import attrs
 
@@ -42,3 +42,12 @@ assert_type(with_deps, Agent[Deps, City])
 with_deps.run_sync("?", deps=Deps())
 with_deps.run_sync("?", deps=3)  # E: call-overload
 typed.run_sync("?").output.name  # E: union-attr
+
+
+# A Literal or a union is not a ``type`` to a checker: accepted, typed Any unless annotated.
+verdict = Agent("openai:m", output_type=Literal["yes", "no"])
+assert_type(verdict, Agent[Any, Any])
+either: Agent[None, City | Deps] = Agent("openai:m", output_type=City | Deps)
+assert_type(either.run_sync("?").output, City | Deps | None)
+assert_type(plain.run_sync("?", output_type=Literal["yes", "no"]), RunResult[Any])
+assert_type(plain.run_sync("?", output_type=City | Deps), RunResult[Any])
