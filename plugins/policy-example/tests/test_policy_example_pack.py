@@ -6,6 +6,7 @@ import argparse
 import importlib.metadata
 import tomllib
 
+import attrs
 import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
@@ -70,6 +71,21 @@ def test_tourist_books_and_the_id_number_never_reaches_the_model():
     seen = model.requests[1].messages[-1].content
     assert "30.123.456" not in seen and "DNI ***" in seen
     assert "30.123.456" not in str(agent.transcript)
+
+
+def test_the_final_answer_reaches_the_caller_with_the_id_number_masked():
+    agent, _ = existing_agent("Booked: DNI 30.123.456, train 7.")
+    result = agent.run_sync("Book tourist.")
+    assert result.text == "Booked: DNI ***, train 7."
+    assert agent.messages[-1].content == result.text
+
+    @attrs.frozen
+    class Booking:
+        passenger: str
+        train: int
+
+    typed = bandoneon.Agent(ScriptedModel(call("final_answer", passenger="DNI 30.123.456", train=7)), plugins=[], output_type=Booking, context_files=False)
+    assert typed.run_sync("Book tourist.").output == Booking("DNI ***", 7)
 
 
 def test_the_operator_can_switch_the_pack_off_and_agent_code_cannot(monkeypatch):

@@ -16,8 +16,10 @@ import importlib.resources
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import attrs
 import bandoneon
 
+from .answers import clean_answer
 from .enforce import Enforcer
 from .policy import Policy, merge_policies, policy_from_text
 
@@ -96,6 +98,16 @@ class PolicyPack(bandoneon.Plugin):
         if self._enforcer is None:
             return None
         return self._enforcer.rewrite(run, call, tool, result)
+
+    # tryfirst: the answer is masked before any other plugin (a logger, a policy) sees it.
+    @bandoneon.hookimpl(tryfirst=True)
+    def check_answer(self, run: bandoneon.RunContext, answer: bandoneon.FinalAnswer) -> bandoneon.FinalAnswer | None:
+        """The caller gets the final answer with the packs' redactions applied, as stores do."""
+        enforcer = self._lead(run.agent)
+        if enforcer is None or not answer.text:
+            return None
+        text = clean_answer(answer.text, enforcer.redact, is_typed=run.output is not None)
+        return None if text == answer.text else attrs.evolve(answer, text=text)
 
     @bandoneon.hookimpl
     def system_prompt_sections(self, run: bandoneon.RunContext) -> str | None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 
 import bandoneon
 
+from .answers import clean_answer
 from .enforce import Enforcer
 from .links import off_list_links
 from .policy import TRIFECTA_MODES, Policy, load_policy, merge_policies
@@ -131,8 +131,7 @@ class Guard(bandoneon.Plugin):
             hosts.extend(host for host in checked.hosts if host not in hosts)
             return checked.text
 
-        # A typed answer's text is JSON: each string is cleaned on its own, so the JSON stays whole.
-        text = _each_string(answer.text, clean) if run.output is not None else clean(answer.text)
+        text = clean_answer(answer.text, clean, is_typed=run.output is not None)
         if hosts and self.off_list_links == "refuse":
             allowed = ", ".join(self.link_hosts or ()) or "none"
             return bandoneon.SendBack(
@@ -151,28 +150,3 @@ class Guard(bandoneon.Plugin):
         from .cli import add_policy_command
 
         add_policy_command(subparsers)
-
-
-def _each_string(text: str, clean: Callable[[str], str]) -> str:
-    """``clean`` applied to every string value of a JSON document (the whole text when it is
-    not JSON); the text is written again only when a string changed."""
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return clean(text)
-    changed = False
-
-    def walk(value: Any) -> Any:
-        nonlocal changed
-        if isinstance(value, str):
-            cleaned = clean(value)
-            changed = changed or cleaned != value
-            return cleaned
-        if isinstance(value, list):
-            return [walk(item) for item in value]
-        if isinstance(value, dict):
-            return {key: walk(item) for key, item in value.items()}
-        return value
-
-    cleaned = walk(document)
-    return json.dumps(cleaned, ensure_ascii=False) if changed else text
