@@ -198,7 +198,11 @@ class Human(bandoneon.Plugin):
             "run_id": run.run_id, "call_id": call.id, "request_id": request.id, "tool": tool.name, "arguments": plain,
             "shown": shown, "digest": call_digest(tool.name, plain), "reason": reason,
         }
-        resumed = self._resumed_answer(tool.name, plain)
+        resumed = self._resumed_answer(run, call, tool.name, plain)
+        if isinstance(resumed, (bandoneon.Refuse, bandoneon.Respond)):
+            self._record(run.agent, "approval", **record, outcome="resumed_after_crash")
+            state["answered"][call.id] = resumed
+            return resumed
         if resumed is not None:
             decision = None if resumed.approved else self._denied(shown, resumed.note)
             if not self._record(run.agent, "approval", **record, outcome="resumed", approved=resumed.approved, by=resumed.by, note=resumed.note):
@@ -290,15 +294,50 @@ class Human(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- pause and resume
 
-    def _resumed_answer(self, tool: str, arguments: dict[str, Any]) -> Answer | None:
+    def _resumed_answer(self, run: RunContext, call: bandoneon.ToolCall, tool: str, arguments: dict[str, Any]) -> Answer | bandoneon.Refuse | bandoneon.Respond | None:
+        """The recorded answer for this very call, used once, and at most once even across a
+        crash: an approved call is marked as started in the pause file before it runs and
+        its result is kept there when it returns; the file is consumed only at the end of the
+        run (after the session saved the result). A later process that finds the call started
+        but not finished does not run it again (it may have run); one that finds its result
+        answers with it."""
         if not self.pause_file:
             return None
         pending = read_pending(self.pause_file)
         if pending is None or not pending.is_answered or not pending.matches(tool, arguments):
             return None
-        consume_pending(self.pause_file)
         assert pending.answer is not None
+        if "result" in pending.answer:
+            consume_pending(self.pause_file)
+            return bandoneon.Respond(str(pending.answer["result"]), is_error=bool(pending.answer.get("is_error")))
+        if "started_at" in pending.answer:
+            consume_pending(self.pause_file)
+            return bandoneon.Refuse(
+                f"{pending.shown} was approved and started in an earlier process that stopped before it finished, so it may "
+                "have taken effect. It was not run again: check whether it did before asking for it again."
+            )
+        if not pending.approved:
+            consume_pending(self.pause_file)
+        else:
+            write_pending(self.pause_file, attrs.evolve(pending, answer={**pending.answer, "started_at": now()}))
+            self._state(run).setdefault("resumed_calls", set()).add(call.id)
         return Answer(pending.approved, str(pending.answer.get("by", "")), str(pending.answer.get("note", "")))
+
+    @bandoneon.hookimpl(trylast=True)
+    def after_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, result: bandoneon.ToolResult) -> None:
+        """A resumed approved call returned: keep its result in the pause file (see ``_resumed_answer``)."""
+        if call.id not in self._state(run).get("resumed_calls", ()) or not self.pause_file:
+            return None
+        pending = read_pending(self.pause_file)
+        if pending is not None and pending.answer is not None:
+            write_pending(self.pause_file, attrs.evolve(pending, answer={**pending.answer, "result": result.content, "is_error": result.is_error}))
+        return None
+
+    @bandoneon.hookimpl
+    def after_run(self, run: RunContext) -> None:
+        """The run that used a resumed approval is over (its turns are saved): the pause file is used up."""
+        if self._state(run).get("resumed_calls") and self.pause_file:
+            consume_pending(self.pause_file)
 
     def resume_prompt(self) -> str | None:
         """The message that resumes a paused run once its approval is answered; None before that."""
