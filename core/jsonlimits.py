@@ -15,7 +15,9 @@ limits for tool arguments, ``OpenAICompatible(json_limits=...)`` for reply bodie
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from typing import Any
 
 import attrs
@@ -45,29 +47,30 @@ def loads_bounded(text: str | bytes, limits: JsonLimits = DEFAULT_JSON_LIMITS) -
     """``json.loads`` within ``limits``; ``JsonLimitError`` (a ``ValueError``) past them."""
     if len(text) > limits.max_bytes:
         raise JsonLimitError(f"the JSON is {len(text)} bytes long, over the limit of {limits.max_bytes}")
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)") from None
     if isinstance(text, bytes):
         brackets = text.count(b"[") + text.count(b"{")
     else:
         brackets = text.count("[") + text.count("{")
-    if brackets > limits.max_depth and _depth(data) > limits.max_depth:
+    # Measured before decoding, never by catching the decoder's RecursionError: on CPython
+    # 3.11 that error leaves the interpreter's depth bookkeeping off (a later compile() fails
+    # with "AST constructor recursion depth mismatch").
+    if brackets > limits.max_depth and _depth(text) > limits.max_depth:
         raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)")
-    return data
+    try:
+        return json.loads(text)
+    except RecursionError:  # only when max_depth is set above the interpreter's own limit
+        raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)") from None
 
 
-def _depth(data: Any) -> int:
-    """Nesting depth of decoded JSON, walked without recursion."""
-    deepest = 0
-    stack = [(data, 1)]
-    while stack:
-        value, level = stack.pop()
-        if isinstance(value, dict):
-            value = value.values()
-        elif not isinstance(value, list):
-            continue
-        deepest = max(deepest, level)
-        stack.extend((item, level + 1) for item in value if isinstance(item, (dict, list)))
-    return deepest
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _depth(text: str | bytes) -> int:
+    """The deepest nesting of arrays and objects in JSON text (brackets inside strings do not
+    count), without decoding it: strings and everything but brackets are cut out in C."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(_STEP[c] for c in brackets), default=0)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -36,15 +39,31 @@ def in_child(function, *args) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            function(*args)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+        outcome = [1]
+
+        def work() -> None:
+            try:
+                function(*args)
+                outcome[0] = 0
+            except BaseException:
+                traceback.print_exc()
+
+        # A new thread: the parent's per-thread event loop and its executor's threads did not
+        # survive the fork, and a run on them would wait for threads that are not there.
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        os._exit(outcome[0])
+    deadline = time.monotonic() + 120  # a hung child fails the test instead of hanging the suite
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"the job {function.__name__}{args} hung")
+        time.sleep(0.002)
 
 
 class Killer:
