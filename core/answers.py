@@ -82,14 +82,21 @@ def rewritten(run: RunContext, before: FinalAnswer, after: FinalAnswer) -> Final
 
 def rewrite_history(run: RunContext, old: str | None, new: str) -> None:
     """The last assistant message says ``new`` instead of ``old`` (in the working history and
-    the transcript), so what the model and a saved session see matches what the caller got."""
+    the transcript), so what the model and a saved session see matches what the caller got.
+
+    In ``tool`` output mode the answer is the input of the ``final_answer`` call, so that is
+    where the rewrite goes."""
     for history in (run.messages, run.transcript):
         for index in range(len(history) - 1, -1, -1):
             message = history[index]
-            if message.role == "assistant":
-                if message.content and message.content == old:
-                    history[index] = attrs.evolve(message, content=new)
-                break
+            if message.role != "assistant":
+                continue
+            if message.content and message.content == old:
+                history[index] = attrs.evolve(message, content=new)
+            elif old is not None and any(c.name == OUTPUT_TOOL and c.arguments == old for c in message.tool_calls):
+                calls = tuple(ToolCall(c.id, c.name, new) if c.name == OUTPUT_TOOL and c.arguments == old else c for c in message.tool_calls)
+                history[index] = attrs.evolve(message, tool_calls=calls)  # type: ignore[arg-type]  # converter=tuple is untyped for the attrs plugin
+            break
 
 
 async def check_wrap_up(run: RunContext, stop: Stop, text: str | None, output: Any) -> tuple[str | None, Any, str]:

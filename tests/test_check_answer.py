@@ -117,8 +117,12 @@ def test_a_typed_answer_rewritten_is_checked_again():
         def check_answer(self, answer):
             return attrs.evolve(answer, text="not json")
 
-    tool_mode = make(ScriptedModel(call("final_answer", word="YES")), Lower(), output_type=Verdict, output_mode="tool").run_sync("?")
+    tool_agent = make(ScriptedModel(call("final_answer", word="YES")), Lower(), output_type=Verdict, output_mode="tool")
+    tool_mode = tool_agent.run_sync("?")
     assert tool_mode.output == Verdict("yes")  # in tool mode the text is the answer call's JSON
+    # ... and the rewrite is what the history (sent again, saved by sessions) holds too
+    answer_calls = [c for m in tool_agent.messages for c in m.tool_calls if c.name == "final_answer"]
+    assert [c.parsed_arguments() for c in answer_calls] == [{"word": "yes"}]
     native = FunctionModel(lambda request: '{"word": "YES"}')
     native.supports_output_schema = lambda *, with_tools: True
     assert make(native, Lower(), output_type=Verdict).run_sync("?").output == Verdict("yes")
