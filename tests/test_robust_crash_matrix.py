@@ -22,7 +22,7 @@ from pathlib import Path
 
 import bandoneon
 import pytest
-from bandoneon import Message, ToolCall
+from bandoneon import ToolCall
 from bandoneon.testing import FunctionModel, reply
 
 pytestmark = [
