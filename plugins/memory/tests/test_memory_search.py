@@ -257,3 +257,11 @@ def test_the_openai_embedder_without_a_key_is_refused_when_the_agent_is_made(mon
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(bandoneon.ConfigError, match="set OPENAI_API_KEY"):
         bandoneon.Agent(ScriptedModel("hi"), plugins=[Memory(embedder="openai:text-embedding-3-small", path=str(tmp_path / "m.db"))], context_files=False)
+
+
+@pytest.mark.parametrize("bad", ["abc\n", "abc\n.jsonl", "\nabc"])
+def test_scopes_with_a_newline_are_refused(bad):
+    from bandoneon_memory import check_scope
+
+    with pytest.raises(ScopeError):
+        check_scope(bad)

@@ -166,13 +166,9 @@ def test_a_deeply_nested_line_is_damage_not_a_crash(tmp_path):
 
 
 @pytest.mark.parametrize("bad", ["abc\n", "abc\n.jsonl", "\nabc"])
-def test_ids_and_scopes_with_a_newline_are_refused(tmp_path, bad):
-    from bandoneon_memory import ScopeError, check_scope
-
+def test_session_ids_with_a_newline_are_refused(tmp_path, bad):
     with pytest.raises(SessionError, match="session id"):
         JsonlStore(tmp_path).load(bad)
-    with pytest.raises(ScopeError):
-        check_scope(bad)
 
 
 # ------------------------------------------------------------------ SQLite
