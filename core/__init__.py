@@ -45,7 +45,7 @@ from .events import (
     TurnStart,
     event_names,
 )
-from .files import append_durably, import_object, write_atomically
+from .files import append_durably, import_object, unusable_sqlite, write_atomically
 from .hooktiming import HookCall, HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .messages import (
@@ -191,6 +191,7 @@ __all__ = [
     "WireOptions",
     "__version__",
     "append_durably",
+    "unusable_sqlite",
     "build_plugin",
     "classify_status",
     "describe_part",

@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["DISK", "append_durably", "import_object", "write_atomically"]
+__all__ = ["DISK", "append_durably", "import_object", "unusable_sqlite", "write_atomically"]
 
 
 class Disk:
@@ -163,3 +163,15 @@ def import_object(path: str, *, what: str = "import path") -> Any:
         except AttributeError:
             raise ConfigError(f"{what} {path!r}: module {module_name!r} has no {attribute!r}") from None
     return found
+
+
+def unusable_sqlite(what: str, path: str | os.PathLike[str], exc: Exception) -> str:
+    """One line for a SQLite file that cannot be used: ``what`` it is, the file, what is wrong
+    and what to do (stores of every plugin word it the same way)."""
+    detail = str(exc) or type(exc).__name__
+    if "locked" in detail or "busy" in detail:
+        return f"the {what} {os.fspath(path)} is busy ({detail}); another process holds it: try again when it is done"
+    return (
+        f"the {what} {os.fspath(path)} is damaged or is not a SQLite file ({detail}); move it aside "
+        "(restore it from a backup, or try `sqlite3 FILE .recover`), and a new store is made there"
+    )

@@ -193,3 +193,17 @@ def test_cli_lists_and_forgets_lines_of_a_notes_folder(tmp_path, capsys):
 def test_cli_with_a_bad_scope_is_a_clear_error(tmp_path, capsys):
     assert cli("memory", "list", "--scope", "../x", "--db", str(tmp_path / "m.db")) == 2
     assert "memory scope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"this is a text file, not a database\n", b"SQLite format 3\x00" + b"\xff" * 200, b""])
+def test_a_damaged_store_names_its_file_and_what_to_do(tmp_path, capsys, content):
+    from bandoneon_memory import MemoryStoreError, SqliteStore
+
+    db = tmp_path / "m.db"
+    db.write_bytes(content or b"\x00" * 512)
+    with pytest.raises(MemoryStoreError, match=r"memory store .*m\.db is damaged or is not a SQLite file.*move it aside"):
+        SqliteStore(db).scopes_sync()
+    assert db.read_bytes() == (content or b"\x00" * 512)  # nothing written over what was there
+    assert cli("memory", "list", "--db", str(db)) != 0
+    err = capsys.readouterr().err
+    assert "m.db" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

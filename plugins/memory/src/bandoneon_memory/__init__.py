@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .embedders import Embedder, OpenAICompatibleEmbedder, resolve_embedder
 from .plugin import KINDS, Memory
-from .store import Hit, MemoryStore, Note, ScopeError, SqliteStore, check_scope
+from .store import Hit, MemoryStore, MemoryStoreError, Note, ScopeError, SqliteStore, check_scope
 from .notes_file import NotesFile
 
 
@@ -31,6 +31,7 @@ __all__ = [
     "Note",
     "NotesFile",
     "OpenAICompatibleEmbedder",
+    "MemoryStoreError",
     "ScopeError",
     "SqliteStore",
     "check_scope",

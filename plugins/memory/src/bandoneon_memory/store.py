@@ -24,7 +24,7 @@ import attrs
 
 import bandoneon
 
-__all__ = ["Hit", "MemoryStore", "Note", "ScopeError", "SqliteStore", "check_scope", "default_memory_path"]
+__all__ = ["Hit", "MemoryStore", "MemoryStoreError", "Note", "ScopeError", "SqliteStore", "check_scope", "default_memory_path"]
 
 _SCOPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,199}\Z")  # \Z: "$" would let a trailing newline through
 
@@ -39,6 +39,10 @@ CREATE TABLE IF NOT EXISTS notes (
 );
 CREATE INDEX IF NOT EXISTS notes_scope ON notes (scope, created_at);
 """
+
+
+class MemoryStoreError(bandoneon.BandoneonError):
+    """The memory store's file cannot be used (damaged, not SQLite, locked); the message names it."""
 
 
 class ScopeError(bandoneon.ConfigError):
@@ -124,18 +128,25 @@ class SqliteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=10)
         if not self._ready:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.executescript(_SCHEMA)
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.executescript(_SCHEMA)
+            except BaseException:
+                connection.close()
+                raise
             self._ready = True
         return connection
 
     def _run(self, work, *args):  # type: ignore[no-untyped-def]
-        connection = self._connect()
         try:
-            with connection:
-                return work(connection, *args)
-        finally:
-            connection.close()
+            connection = self._connect()
+            try:
+                with connection:
+                    return work(connection, *args)
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as exc:
+            raise MemoryStoreError(bandoneon.unusable_sqlite("memory store", self.path, exc)) from None
 
     # ------------------------------------------------------------ sync core (one per method)
 

@@ -234,7 +234,7 @@ class SqliteSessionStore(SessionStore):
             finally:
                 connection.close()
         except sqlite3.DatabaseError as exc:
-            raise SessionError(_unusable(self.path, exc)) from None
+            raise SessionError(bandoneon.unusable_sqlite("session store", self.path, exc)) from None
 
     def _lock_path(self, session_id: str) -> Path:
         return self.path.with_name(self.path.name + ".locks") / f"{session_id}.lock"
@@ -276,17 +276,6 @@ class SqliteSessionStore(SessionStore):
         if not self.path.exists():
             return []
         return [row[0] for row in self._run(lambda c: c.execute("SELECT DISTINCT session_id FROM records ORDER BY session_id").fetchall())]
-
-
-def _unusable(path: Path, exc: sqlite3.DatabaseError) -> str:
-    """One line naming the file, what is wrong and what to do."""
-    detail = str(exc) or type(exc).__name__
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in detail:
-        return f"the session store {path} is busy ({detail}); another process holds it: try again when it is done"
-    return (
-        f"the session store {path} is damaged or is not a SQLite file ({detail}); move it aside "
-        "(restore it from a backup, or try `sqlite3 FILE .recover`), and a new store is made there"
-    )
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> SessionStore:
