@@ -292,6 +292,17 @@ class Agent(Generic[DepsT, OutputT]):
         self._set_tools(tools)
         return new
 
+    def remove_tool(self, name: str) -> Tool:
+        """Take the tool ``name`` off the built agent (a plugin whose source stopped offering it,
+        such as an MCP server that no longer lists it); the next model request no longer offers
+        it, and a call the model still makes is answered as an unknown tool. Every plugin's
+        ``check_tools`` sees the smaller set. ``KeyError`` if the agent has no such tool."""
+        removed = self.tools[name]
+        tools = {key: tool for key, tool in self.tools.items() if key != name}
+        self.hooks.check_tools(self, tools)
+        self._set_tools(tools)
+        return removed
+
     def _set_tools(self, tools: dict[str, Tool]) -> None:
         # In place: a run in progress holds this very mapping (``RunContext.tools``).
         self.tools.clear()

@@ -64,6 +64,24 @@ def test_new_tools_announced_by_the_server_are_offered_from_the_next_turn():
     assert [(c.server, c.added, c.removed) for c in changes] == [("box", ("extra",), ())]
 
 
+def test_tools_the_server_stops_listing_are_taken_off_from_the_next_turn():
+    model = ScriptedModel(call("vanish"), call("vanish"), "Done.")
+    agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"box": server("toolbox.py", env={"CASE": "grow"})})], context_files=False)
+    changes: list[McpToolsChanged] = []
+    agent.on("mcp_tools_changed", changes.append)
+    try:
+        result = agent.run_sync("vanish")
+        assert "vanish" not in agent.tools
+    finally:
+        agent.close()
+    first, second = tool_results(result)
+    assert first == ("gone", False)
+    assert second[1] and "vanish" in second[0]  # a call the model still makes is an unknown tool
+    assert "vanish" in [spec.name for spec in model.requests[0].tools]
+    assert "vanish" not in [spec.name for spec in model.requests[1].tools]
+    assert [(c.server, c.added, c.removed) for c in changes] == [("box", (), ("vanish",))]
+
+
 @pytest.fixture
 def http_toolbox():
     with socket.socket() as probe:

@@ -209,8 +209,8 @@ class McpPlugin(bandoneon.Plugin):
 
     async def _refresh(self, run: bandoneon.RunContext) -> None:
         """Between turns: a server that sent ``tools/list_changed`` is listed again; new tools
-        are added (through ``add_tool``, so checks on the tool set run again). Tools it no
-        longer lists stay on the card and the server answers them with an error."""
+        are added and tools it no longer lists are removed (through ``add_tool`` and
+        ``remove_tool``, so checks on the tool set run again)."""
         offered = self._offered.get(run.agent, {})
         epochs = self._epochs.get(run.agent, {})
         for server_name, names in offered.items():
@@ -228,9 +228,13 @@ class McpPlugin(bandoneon.Plugin):
                 continue
             listed = {t.name for t in tools}
             before = set(names.values())
-            offered[server_name] = self._add_tools(run.agent, server_name, self.servers[server_name], tools, names, known_only_later=True)
-            added = tuple(sorted(set(offered[server_name].values()) - before))
+            current = self._add_tools(run.agent, server_name, self.servers[server_name], tools, names, known_only_later=True)
+            added = tuple(sorted(set(current.values()) - before))
             removed = tuple(sorted(local for remote, local in names.items() if remote not in listed))
+            for local in removed:
+                if local in run.agent.tools:
+                    run.agent.remove_tool(local)
+            offered[server_name] = {remote: local for remote, local in current.items() if remote in listed}
             if added or removed:
                 await run.emit(McpToolsChanged(run.run_id, server_name, added, removed))
 

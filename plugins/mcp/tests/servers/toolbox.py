@@ -81,6 +81,14 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+@server.tool()
+async def vanish(ctx: Context) -> str:
+    """Remove this very tool and tell the client the tool list changed."""
+    server.remove_tool("vanish")
+    await ctx.session.send_tool_list_changed()
+    return "gone"
+
+
 @server.resource("notes://today", mime_type="text/plain", description="Today's note")
 def today() -> str:
     return "Milonga at nine."
