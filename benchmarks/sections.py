@@ -204,9 +204,13 @@ def peers(scale: Scale) -> str:
     python = PEERS_VENV / "bin" / "python"
     if not python.exists():
         _install_peers()
-    scripts = {"bandoneon (default plugins)": (sys.executable, HERE / "peers" / "bandoneon_2turn.py")}
+    ours = HERE / "peers" / "bandoneon_2turn.py"
+    scripts: dict[str, tuple[str, Path, tuple[str, ...]]] = {
+        "bandoneon (default plugins)": (sys.executable, ours, ()),
+        "bandoneon (new agent per run, run_sync)": (sys.executable, ours, ("--mode", "new-agent-sync")),
+    }
     for script in sorted((HERE / "peers").glob("peer_*.py")):
-        scripts[script.stem.removeprefix("peer_")] = (str(python), script)
+        scripts[script.stem.removeprefix("peer_")] = (str(python), script, ())
     rounds = max(3, scale.rounds // 2)
     samples: dict[str, list[float]] = {name: [] for name in scripts}
     failures: dict[str, str] = {}
@@ -216,9 +220,9 @@ def peers(scale: Scale) -> str:
         for name in order:
             if name in failures:
                 continue
-            executable, script = scripts[name]
+            executable, script, extra = scripts[name]
             completed = subprocess.run(
-                [executable, str(script), "--iterations", str(scale.iterations)], capture_output=True, text=True, timeout=600
+                [executable, str(script), "--iterations", str(scale.iterations), *extra], capture_output=True, text=True, timeout=600
             )
             if completed.returncode != 0:
                 failures[name] = (completed.stderr.strip().splitlines() or ["failed"])[-1][:200]
@@ -239,6 +243,12 @@ def peers(scale: Scale) -> str:
     if ours and peer_values:
         fastest = min(peer_values)
         lines.append(f"\n- target: at least 3× faster than the fastest peer: {fastest / ours:.1f}× → {_verdict(fastest / ours, 3, smaller_is_better=False)}")
+    fresh, llm = results.get("bandoneon (new agent per run, run_sync)"), results.get("llm")
+    if fresh and llm:
+        lines.append(
+            f"- new agent per run (`run_sync`): {us(fresh)}; target ≤ 100 µs: {_verdict(fresh, 100e-6)}; "
+            f"{llm / fresh:.1f}× faster than llm (which also builds its conversation per run), target ≥ 4×: {_verdict(llm / fresh, 4, smaller_is_better=False)}"
+        )
     lines.append(f"- peers pinned in `benchmarks/peers/requirements.txt`, installed in `{PEERS_VENV.relative_to(HERE.parent)}`")
     return "\n".join(lines) + "\n"
 
