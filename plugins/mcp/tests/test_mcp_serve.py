@@ -90,6 +90,7 @@ async def test_the_served_agent_reports_progress_after_each_turn(served):
 
 
 def test_policy_packs_apply_to_what_is_served():
+    pytest.importorskip("bandoneon_policy_example", reason="needs the example policy pack installed (not in alone-mcp)")
     process, url = serve_over_http("--tools", "served", env={"BANDONEON_DISABLED_PLUGINS": ""})
     try:
         model = ScriptedModel([call("book_ticket", train=7, seat_class="first"), call("book_ticket", train=7, seat_class="tourist")], "ok")
