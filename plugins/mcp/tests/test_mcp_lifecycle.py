@@ -154,3 +154,14 @@ async def test_agent_cancel_cancels_the_call_on_the_server(tmp_path):
     finally:
         await agent.aclose()
     assert result.stop == "cancelled"
+
+
+async def test_run_timeout_cancels_the_call_on_the_server(tmp_path):
+    marker = tmp_path / "marker"
+    agent = agent_with({"box": own_box("run-timeout")}, call("slow", seconds=60, marker=str(marker)), run_timeout=2)
+    try:
+        result = await agent.run("slow")
+        await wait_for(lambda: "cancelled" in lines(marker), "the server saw the cancellation")
+    finally:
+        await agent.aclose()
+    assert result.stop == "timeout"
