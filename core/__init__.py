@@ -45,7 +45,7 @@ from .events import (
     TurnStart,
     event_names,
 )
-from .files import append_durably, import_object, unusable_sqlite, write_atomically
+from .files import AppendFile, append_durably, import_object, unusable_sqlite, write_atomically
 from .hooktiming import HookCall, HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .messages import (
@@ -111,6 +111,7 @@ __all__ = [
     "PROJECT",
     "Agent",
     "AnswerSentBack",
+    "AppendFile",
     "CallStyle",
     "Calls",
     "AssistantMessage",

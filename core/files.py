@@ -2,10 +2,11 @@
 
 - ``write_atomically``: a crash halfway through never leaves a half-written file behind.
 - ``append_durably``: an append that is on disk when it returns, and leaves nothing behind
-  when it fails (a failed write is cut off again, so the next append never follows garbage).
+  when it fails (a failed write is cut off again, so the next append never follows garbage);
+  ``AppendFile`` is the same held open, for a writer that appends often.
 - ``import_object``: ``"package.module:name"`` strings from configuration files.
 
-Every byte both write goes through ``DISK`` (``os.write``, ``os.fsync``, ``os.ftruncate``),
+Every byte they write goes through ``DISK`` (``os.write``, ``os.fsync``/``os.fdatasync``, ``os.ftruncate``),
 the one seam where ``bandoneon.testing.FaultyDisk`` fails, tears or shortens writes at any
 byte to prove that the stores built on these functions lose nothing they said was saved.
 """
@@ -21,11 +22,11 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["DISK", "append_durably", "import_object", "unusable_sqlite", "write_atomically"]
+__all__ = ["DISK", "AppendFile", "append_durably", "import_object", "unusable_sqlite", "write_atomically"]
 
 
 class Disk:
-    """The three system calls that put bytes on disk. Replaced in tests, never in use."""
+    """The system calls that put bytes on disk. Replaced in tests, never in use."""
 
     def write(self, fd: int, data: bytes) -> int:
         return os.write(fd, data)
@@ -33,8 +34,15 @@ class Disk:
     def fsync(self, fd: int) -> None:
         os.fsync(fd)
 
+    def datasync(self, fd: int) -> None:
+        """The file's data and what is needed to read it back (its size), not its times."""
+        _fdatasync(fd)
+
     def truncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)
+
+
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
 
 
 class _DiskSeam:
@@ -72,7 +80,7 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
     try:
         try:
             _write_all(fd, data.encode("utf-8") if isinstance(data, str) else data)
-            DISK.current.fsync(fd)
+            DISK.current.datasync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, target)
@@ -80,6 +88,76 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
         Path(temporary).unlink(missing_ok=True)
         raise
     _sync_folder(target.parent)
+
+
+class AppendFile:
+    """An append-only file held open: ``append_durably`` without an open, a stat and a close
+    per write, for a writer that appends often (a session, under its writer lock).
+
+    Each ``append`` has ``append_durably``'s promise: every byte written (short writes are
+    finished), flushed to disk before it returns when ``sync`` (``fdatasync``), and cut back
+    off when any byte fails, so a failed append leaves nothing the next one would follow. The
+    end of the file is tracked here rather than asked of the OS each time: while this object
+    is open, nobody else may append to the file (the caller holds a lock that says so).
+    """
+
+    __slots__ = ("_end", "_fd", "_key")
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = False):
+        self._key = os.fspath(path)
+        self._fd: int | None = os.open(self._key, os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0), 0o644)
+        try:
+            pending_cut = _cut_before_next.get(self._key)
+            if pending_cut is not None:
+                DISK.current.truncate(self._fd, pending_cut)
+                DISK.current.datasync(self._fd)
+                del _cut_before_next[self._key]
+            self._end = os.fstat(self._fd).st_size
+        except BaseException:
+            self.close()
+            raise
+
+    def append(self, data: bytes, *, sync: bool = True) -> None:
+        """Append ``data`` in one go; on disk when it returns if ``sync``, else when the OS
+        writes it back (it survives the process, not a power loss)."""
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self._key} was closed")
+        pending_cut = _cut_before_next.get(self._key)
+        if pending_cut is not None:  # an earlier append failed and could not be cut back then
+            DISK.current.truncate(fd, pending_cut)
+            DISK.current.datasync(fd)
+            del _cut_before_next[self._key]
+            self._end = pending_cut
+        start = self._end
+        try:
+            _write_all(fd, data)
+            if sync:
+                DISK.current.datasync(fd)
+        except BaseException:
+            try:
+                DISK.current.truncate(fd, start)
+                DISK.current.datasync(fd)
+            except OSError:
+                _cut_before_next[self._key] = start
+            raise
+        self._end = start + len(data)
+
+    def sync(self) -> None:
+        """Flush what earlier ``sync=False`` appends wrote (``fdatasync``)."""
+        if self._fd is not None:
+            DISK.current.datasync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> AppendFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = False, sync: bool = True) -> None:
@@ -90,30 +168,10 @@ def append_durably(path: str | os.PathLike[str], data: bytes, *, create: bool = 
     append to the file. ``create``: make the file if it does not exist (else it must).
     ``sync=False`` leaves the flush to the operating system: the append survives the process
     crashing but not the machine losing power (it costs a write, not a disk round trip).
+    A writer that appends often keeps an ``AppendFile`` open instead.
     """
-    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
-    key = os.fspath(path)
-    fd = os.open(key, flags, 0o644)
-    try:
-        pending_cut = _cut_before_next.get(key)
-        if pending_cut is not None:
-            DISK.current.truncate(fd, pending_cut)
-            DISK.current.fsync(fd)
-            del _cut_before_next[key]
-        start = os.fstat(fd).st_size
-        try:
-            _write_all(fd, data)
-            if sync:
-                DISK.current.fsync(fd)
-        except BaseException:
-            try:
-                DISK.current.truncate(fd, start)
-                DISK.current.fsync(fd)
-            except OSError:
-                _cut_before_next[key] = start
-            raise
-    finally:
-        os.close(fd)
+    with AppendFile(path, create=create) as file:
+        file.append(data, sync=sync)
 
 
 def _import_here_too(module_name: str) -> Any:

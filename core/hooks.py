@@ -428,6 +428,9 @@ class Hooks:
         answer: ToolResult = await self._run("after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
         return answer
 
+    async def tool_result_ready(self, run: RunContext, result: ToolResult) -> None:
+        await self._run("tool_result_ready", {"run": run, "result": result})
+
     async def after_turn(self, run: RunContext, turn: Turn) -> None:
         await self._run("after_turn", {"run": run, "turn": turn})
 

@@ -111,6 +111,22 @@ def after_tool_execution(run: RunContext, call: ToolCall, tool: Tool | None, res
 
 
 @hookspec(Calls.COLLECTING)
+def tool_result_ready(run: RunContext, result: ToolResult) -> None:
+    """A tool call's result is final (every ``after_tool_execution`` rewrite done), as soon as
+    that call is answered and before the turn ends. Observe or persist: the sessions plugin
+    writes each result here, so a process that dies later in the turn has not lost it.
+
+    :param run: the run.
+    :param result: the result as the model will read it (``result.to_message()`` joins the
+        history when every call of the turn is answered, in call order).
+    :return: nothing. Called for every result ``after_tool_execution`` sees, in the order the
+        calls finish (calls of one turn may run together).
+
+    .. versionadded:: 0.3
+    """
+
+
+@hookspec(Calls.COLLECTING)
 def after_turn(run: RunContext, turn: Turn) -> None:
     """Once the model's reply and its tool results are in the history. Observe or persist.
 

@@ -184,7 +184,10 @@ async def _run_one(
 
 
 async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> ToolResult:
+    """The result through the ``after_tool_execution`` chain, then announced as final."""
     hooks = run.agent.hooks
-    if not hooks.implements(hookspecs.after_tool_execution):
-        return result
-    return await hooks.after_tool_execution(run, result.call, tool, result)
+    if hooks.implements(hookspecs.after_tool_execution):
+        result = await hooks.after_tool_execution(run, result.call, tool, result)
+    if hooks.implements(hookspecs.tool_result_ready):
+        await hooks.tool_result_ready(run, result)
+    return result

@@ -211,6 +211,27 @@ def test_after_tool_execution_is_chained_in_order():
     assert model.requests[1].messages[-1].content == "<untrusted>booked ***</untrusted>"
 
 
+@pytest.mark.pack_free  # the example pack decides book_ticket first; this test is about the order of agent plugins alone
+def test_tool_result_ready_sees_each_result_once_final_before_the_turn_ends():
+    seen: list[tuple[str, int]] = []
+
+    class Mark:
+        @hookimpl(trylast=True)
+        def after_tool_execution(self, result):
+            return f"<untrusted>{result.content}</untrusted>"
+
+    class Persist:
+        @hookimpl
+        def tool_result_ready(self, run, result):
+            seen.append((result.content, len(run.transcript)))  # the results join the history after every call is answered
+
+    model = ScriptedModel(call("book_ticket", seat_class="first"), "ok")
+    agent = agent_with(Persist(), Mark(), model=model, tools=[book_ticket])
+    agent.run_sync("go")
+    assert seen == [("<untrusted>booked first</untrusted>", 2)]
+    assert agent.messages[2].content == "<untrusted>booked first</untrusted>"
+
+
 def test_before_provider_call_changes_one_call_not_the_history():
     class HideTools:
         @hookimpl

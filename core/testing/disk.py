@@ -1,6 +1,7 @@
 """``FaultyDisk``: the disk fails, tears or shortens a write at a chosen byte.
 
-Every byte that ``bandoneon.write_atomically`` and ``bandoneon.append_durably`` write goes
+Every byte that ``bandoneon.write_atomically``, ``bandoneon.append_durably`` and
+``bandoneon.AppendFile`` write goes
 through one seam; inside ``with FaultyDisk(at_byte=n, fault=...)`` the ``n``-th byte written
 (counted from 0 across all writes) is where the fault strikes:
 
@@ -70,6 +71,10 @@ class FaultyDisk(files.Disk):
 
     def fsync(self, fd: int) -> None:
         """Checked, not done: a simulated disk need not reach the platters (keeps sweeps fast)."""
+        self._dead()
+
+    def datasync(self, fd: int) -> None:
+        """Checked, not done, like ``fsync``."""
         self._dead()
 
     def truncate(self, fd: int, size: int) -> None:
