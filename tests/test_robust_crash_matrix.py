@@ -11,6 +11,7 @@ assistant_message, tool_start, tool_end, turn_end, run_end, ...): every hook tha
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -62,7 +63,7 @@ def in_child(function, *args) -> int:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            raise AssertionError(f"the job {function.__name__}{args} hung")
+            raise AssertionError(f"the job {getattr(function, '__name__', function)}{args} hung")
         time.sleep(0.002)
 
 
@@ -79,6 +80,10 @@ class Killer:
         return agent
 
     def event(self, event: bandoneon.Event) -> None:
+        self.step()
+
+    def step(self) -> None:
+        """A step boundary: an event, or a point a job marks inside a tool."""
         self.seen += 1
         if self.crash_at is not None and self.seen == self.crash_at:
             os._exit(KILLED)
@@ -132,27 +137,60 @@ def matrix(tmp_path: Path, job, check, inspect=lambda folder: None) -> int:
 TASKS = ["task 1", "task 2"]
 
 
-def task_model() -> FunctionModel:
-    """For the latest task: call record once (id ``call-<task>``), then answer ``done <task>``."""
+def careful_model() -> FunctionModel:
+    """For the latest task: call ``record`` (ids ``call-<task>-<n>``), then answer ``done <task>``.
+    Told that a call was interrupted (whether it took effect is unknown), it asks ``check``
+    first and records again only if the work is not there, as a careful model would."""
 
     def answer(request: bandoneon.ModelRequest):
         task = next(m.content for m in reversed(request.messages) if m.role == "user" and m.content.startswith("task"))
         number = task.split()[-1]
-        recorded = any(m.role == "tool" and m.tool_call_id == f"call-{number}" and not m.is_error for m in request.messages)
-        if recorded:
+        results = {m.tool_call_id: m for m in request.messages if m.role == "tool"}
+        calls = [c for m in request.messages if m.role == "assistant" for c in m.tool_calls if json.loads(c.arguments)["task"] == task]
+        if any(c.name == "record" and c.id in results and not results[c.id].is_error for c in calls):
             return f"done {number}"
-        return reply("", ToolCall(f"call-{number}", "record", json.dumps({"task": task})))
+        last = results.get(calls[-1].id) if calls else None
+        if last is not None and last.name == "check" and not last.is_error and last.content == "yes":
+            return f"done {number}"
+        name = "check" if last is not None and last.is_error and "was interrupted" in last.content else "record"
+        call_id = f"{name}-{number}-{len(calls) + 1}"
+        arguments = {"task": task, "ref": call_id} if name == "record" else {"task": task}
+        return reply("", ToolCall(call_id, name, json.dumps(arguments)))
 
     return FunctionModel(answer)
 
 
-def sessions_job(folder: Path, crash_at: int | None) -> None:
+def careful_tools(folder: Path, killer: Killer) -> list[bandoneon.Tool]:
+    @bandoneon.tool
+    def record(task: str, ref: str) -> str:
+        """Record that the work for a task was done (ref: this call's reference)."""
+        fd = os.open(folder / "ledger.txt", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{task}|{ref}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        killer.step()  # a step boundary inside the call: the work is done, its result not yet returned
+        return f"recorded {task}"
+
+    @bandoneon.tool
+    def check(task: str) -> str:
+        """Whether the work for a task was recorded: yes or no."""
+        return "yes" if any(line.split("|")[0] == task for line in ledger(folder)) else "no"
+
+    return [record, check]
+
+
+def session_path(folder: Path, store: str) -> Path:
+    return folder / ("sessions.sqlite3" if store == "sqlite" else "sessions")
+
+
+def sessions_job(folder: Path, crash_at: int | None, durability: str = "turn", store: str = "jsonl") -> None:
     from bandoneon_sessions import Sessions
 
     killer = Killer(folder, crash_at)
-    agent = bandoneon.Agent(
-        task_model(), tools=[ledger_tool(folder)], plugins=[Sessions(session_id="job", path=str(folder / "sessions"))], context_files=False
-    )
+    plugin = Sessions(session_id="job", path=str(session_path(folder, store)), durability=durability)
+    agent = bandoneon.Agent(careful_model(), tools=careful_tools(folder, killer), plugins=[plugin], context_files=False)
     killer.attach(agent)
     for task in TASKS:
         number = task.split()[-1]
@@ -166,24 +204,42 @@ def sessions_job(folder: Path, crash_at: int | None) -> None:
     killer.finished(answers)
 
 
-def saved_results(folder: Path) -> set[str]:
-    """The tasks whose record call has a saved result in the session."""
-    from bandoneon_sessions import JsonlStore
+def saved_session(folder: Path, store: str) -> tuple[bandoneon.Message, ...]:
+    from bandoneon_sessions import open_store
 
-    loaded = JsonlStore(folder / "sessions").load("job")
-    return {f"task {m.tool_call_id.rsplit('-', 1)[-1]}" for m in loaded.messages if m.role == "tool" and not m.is_error}
+    path = session_path(folder, store)
+    return open_store(path).load("job").messages if path.exists() else ()
 
 
-def test_sessions_resume_after_a_kill_at_every_step(tmp_path):
+def recorded_refs(messages) -> set[str]:
+    """The record calls whose (successful) result the session holds."""
+    return {m.tool_call_id for m in messages if m.role == "tool" and m.name == "record" and not m.is_error}
+
+
+@pytest.mark.parametrize(("durability", "store"), [("turn", "jsonl"), ("os", "jsonl"), ("turn", "sqlite")])
+def test_sessions_resume_after_a_kill_at_every_step_runs_no_call_twice_and_loses_none(tmp_path, durability, store):
     def check(reference, reference_folder, folder, saved_at_crash, where):
         outcome = json.loads((folder / "outcome.json").read_text())
         assert outcome["outcome"] == reference["outcome"] == ["done 1", "done 2"], where  # same answers
-        runs = ledger(folder)
-        assert saved_results(folder) == set(runs) == set(TASKS), where  # no call lost
-        for task in saved_at_crash:
-            assert runs.count(task) == 1, f"{where}: {task} ran again although its result was saved"
+        runs = [line.split("|") for line in ledger(folder)]
+        assert sorted(task for task, _ in runs) == TASKS, f"{where}: the work of each task done once, none lost: {runs}"
+        refs = [ref for _, ref in runs]
+        assert len(refs) == len(set(refs)), f"{where}: a call ran twice: {refs}"
+        assert not saved_at_crash - set(refs), where
+        messages = saved_session(folder, store)
+        for index, message in enumerate(messages):  # no call lost: every call has exactly one result
+            following = []
+            for later in messages[index + 1 :]:
+                if later.role != "tool":
+                    break
+                following.append(later.tool_call_id)
+            for call in message.tool_calls:
+                assert following.count(call.id) == 1, f"{where}: call {call.id} has {following.count(call.id)} results"
+        assert set(refs) <= {m.tool_call_id for m in messages if m.role == "tool"}, f"{where}: a call that ran has no result"
 
-    assert matrix(tmp_path, sessions_job, check, inspect=lambda folder: saved_results(folder) if (folder / "sessions").exists() else set()) >= 10
+    job = functools.partial(sessions_job, durability=durability, store=store)
+    events = matrix(tmp_path, job, check, inspect=lambda folder: recorded_refs(saved_session(folder, store)))
+    assert events >= 12
 
 
 # ------------------------------------------------------------------ laps

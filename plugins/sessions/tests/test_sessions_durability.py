@@ -14,7 +14,7 @@ from pathlib import Path
 import bandoneon
 import pytest
 from bandoneon import Message, ToolCall
-from bandoneon.testing import FaultyDisk, ScriptedModel
+from bandoneon.testing import FaultyDisk, ScriptedModel, reply
 from bandoneon_sessions import JsonlStore, SessionDamaged, SessionError, Sessions, SqliteSessionStore
 from bandoneon_sessions.cli import list_command
 
@@ -114,6 +114,96 @@ def check_reopened(folder, saved, cut, where, *, crash) -> None:
         assert list(repaired.messages) == got, where
         assert_valid_for_a_strict_server(repaired.messages)
         assert reopened.load(SESSION).damage is None, where
+
+
+def save_through_a_writer(store, *, crash: bool) -> list[Message]:
+    """Save the batches through one writer (as Sessions does); returns the messages that a
+    returned append put on disk. A failed batch stays with the writer and goes with the next."""
+    saved: list[Message] = []
+    handed: list[Message] = []
+    writer = store.writer(SESSION)
+    try:
+        for batch in [*BATCHES, []]:  # the last, empty append writes what is still pending
+            handed.extend(batch)
+            try:
+                writer.append(batch)
+            except OSError:
+                if crash:
+                    break
+                continue
+            saved = list(handed)
+    finally:
+        writer.close()
+    return saved
+
+
+@pytest.mark.parametrize("fault", ["fail", "tear", "short"])
+def test_a_fault_at_every_byte_of_a_held_open_writer_loses_no_saved_message(sweep_dir, fault):
+    tmp_path = sweep_dir
+    total = bytes_of_one_session(tmp_path)
+    for at_byte in range(total):
+        for crash in (False, True):
+            folder = tmp_path / f"writer-{fault}-{at_byte}-{crash}"
+            store = JsonlStore(folder)
+            lock = store.lock(SESSION)
+            with FaultyDisk(at_byte, fault, crash=crash):
+                try:
+                    store.open_for_writing(SESSION)
+                except OSError:
+                    saved = None  # the session was never created
+                else:
+                    saved = save_through_a_writer(store, crash=crash)
+            lock.release()
+            where = f"{fault} at byte {at_byte}, crash={crash}"
+            with FaultyDisk(at_byte=10**12):
+                if saved is None:
+                    assert not JsonlStore(folder).load(SESSION).exists, where
+                    continue
+                check_reopened(folder, saved, [m for batch in BATCHES for m in batch][len(saved) :], where, crash=crash)
+                if not crash:  # the failed batch was written by the next append: nothing lost at all
+                    assert list(JsonlStore(folder).load(SESSION).messages) == [m for batch in BATCHES for m in batch], where
+
+
+def run_two_calls_then_answer(folder, durability) -> list[Message]:
+    """One agent run through every write of the plugin: the calls written ahead, each result
+    as it comes, the answer at the turn's end, the usage at the run's end."""
+    calls = [ToolCall("a", "look", '{"where": "hall"}'), ToolCall("b", "look", '{"where": "attic"}')]
+    model = ScriptedModel(reply("", *calls), "both empty")
+    plugin = Sessions(session_id=SESSION, store=JsonlStore(folder), durability=durability)
+    try:
+        agent = bandoneon.Agent(model, tools=[look], plugins=[plugin], context_files=False, max_tool_concurrency=1)
+    except bandoneon.BandoneonError:
+        return []  # the session could not be created
+    try:
+        agent.run_sync("look around")
+    except bandoneon.BandoneonError:
+        pass  # a save failed: the run fails, and says which plugin
+    finally:
+        agent.close()
+    return list(agent.messages)
+
+
+@bandoneon.tool
+def look(where: str) -> str:
+    """Look somewhere."""
+    return f"{where} is empty"
+
+
+@pytest.mark.parametrize("durability", ["turn", "run"])  # "os" writes where "turn" does
+def test_a_fault_at_every_byte_of_an_agent_run_leaves_a_valid_prefix(sweep_dir, durability):
+    with FaultyDisk(at_byte=10**12) as disk:
+        reference = run_two_calls_then_answer(sweep_dir / "reference", durability)
+    for at_byte in range(disk.written):
+        for fault in ("fail", "tear", "short"):
+            folder = sweep_dir / f"{durability}-{fault}-{at_byte}"
+            with FaultyDisk(at_byte, fault, crash=True):
+                run_two_calls_then_answer(folder, durability)
+            with FaultyDisk(at_byte=10**12):
+                loaded = JsonlStore(folder).load(SESSION)
+                got = [m for m in loaded.messages if "was interrupted" not in m.content]
+                where = f"{durability}: {fault} at byte {at_byte}"
+                assert got == reference[: len(got)], where  # nothing out of order, nothing invented
+                assert_valid_for_a_strict_server(loaded.messages)
 
 
 def test_a_line_whose_bytes_changed_stops_the_replay_there(tmp_path):

@@ -25,6 +25,10 @@ class CountingDisk(FaultyDisk):
         self.fsyncs += 1
         super().fsync(fd)
 
+    def datasync(self, fd: int) -> None:
+        self.fsyncs += 1
+        super().datasync(fd)
+
 
 def agent_on(store: JsonlStore, model, durability: str = "turn") -> tuple[bandoneon.Agent, Sessions]:
     plugin = Sessions(session_id="s-1", store=store, durability=durability)

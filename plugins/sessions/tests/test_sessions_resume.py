@@ -268,3 +268,51 @@ def test_cli_refuses_to_delete_an_open_session(store, capsys):
 def test_cli_show_of_an_unknown_session_is_a_clear_error(store, capsys):
     assert cli("sessions", "show", "ghost", "--path", location(store)) == 2
     assert "no session 'ghost'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- write-ahead: no call runs twice
+
+
+def test_a_turns_calls_are_saved_before_they_run_and_each_result_as_it_comes(store):
+    on_disk: list[list[str]] = []
+
+    @bandoneon.tool
+    def weigh(grams: int) -> str:
+        """Weigh a bag of coffee."""
+        on_disk.append([m.role for m in store.load("s-1").messages if "was interrupted" not in m.content])
+        return f"{grams} g"
+
+    model = ScriptedModel(reply("", bandoneon.ToolCall("a", "weigh", '{"grams": 1}'), bandoneon.ToolCall("b", "weigh", '{"grams": 2}')), "done")
+    plugin = Sessions(session_id="s-1", store=store)
+    agent = bandoneon.Agent(model, tools=[weigh], plugins=[plugin], context_files=False, max_tool_concurrency=1)
+    agent.run_sync("weigh both")
+    plugin.close()
+    # the call (and the prompt) were saved before the first tool ran; the first result before the second ran
+    assert on_disk == [["user", "assistant"], ["user", "assistant", "tool"]]
+    assert [m.role for m in store.load("s-1").messages] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+def test_a_call_running_when_the_process_stopped_is_answered_as_unknown_and_never_run_again(store):
+    runs: list[int] = []
+
+    @bandoneon.tool
+    def weigh(grams: int) -> str:
+        """Weigh a bag of coffee."""
+        runs.append(grams)
+        return f"{grams} g"
+
+    store.lock("s-1").release()
+    store.open_for_writing("s-1")
+    # what a process killed while weigh ran leaves: the call, written ahead, and no result
+    store.append("s-1", [bandoneon.Message.user("weigh it"), bandoneon.Message.assistant("", [bandoneon.ToolCall("c1", "weigh", '{"grams": 5}')])])
+    model = ScriptedModel("It may have been weighed; I will check first.")
+    agent, plugin = agent_on(store, model)
+    assert plugin.damage is None  # an expected state after a crash, not damage
+    answer = agent.messages[-1]
+    assert answer.role == "tool" and answer.is_error and "whether it took effect is unknown" in answer.content
+    agent.run_sync("go on")
+    plugin.close()
+    assert runs == []  # the model read the answer; the call itself never ran again
+    loaded = store.load("s-1")
+    assert loaded.interrupted == 0 and loaded.damage is None  # the answer was saved with the session
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "user", "assistant"]

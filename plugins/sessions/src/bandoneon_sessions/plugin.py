@@ -11,7 +11,6 @@ lock), so the fork's copy meets that error too: branch with ``Sessions.fork(new_
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import uuid
@@ -27,7 +26,7 @@ import bandoneon
 from . import hookspecs as session_hooks
 from .lock import SessionLock
 from .records import LoadedSession, SessionError, check_session_id
-from .stores import JsonlStore, SessionStore, SqliteSessionStore, default_sessions_path, open_store
+from .stores import JsonlStore, SessionStore, SessionWriter, SqliteSessionStore, default_sessions_path, open_store
 
 __all__ = ["SessionDamaged", "Sessions", "open_session_plugin"]
 
@@ -45,6 +44,12 @@ def _session_id(instance: Any, attribute: attrs.Attribute, value: str) -> None:
     check_session_id(value)
 
 
+#: A synced write waits on the event loop itself (no hop to a worker thread, which costs about
+#: as much as a fast disk's flush) while the disk's flushes take less than this, and no other
+#: run with a session is writing in this process; otherwise on a worker thread.
+INLINE_SYNC_LIMIT = 0.001
+
+
 @attrs.define
 class Sessions(bandoneon.Plugin):
     """Save the agent's whole history under ``session_id`` and load it back next time.
@@ -54,12 +59,22 @@ class Sessions(bandoneon.Plugin):
     hook this plugin publishes), ``path`` (the JSONL folder or the SQLite file; default
     ``$BANDONEON_SESSIONS_PATH`` or ``~/.bandoneon/sessions``), ``durability``:
 
-    - ``"turn"`` (default): each turn's messages are on disk (one write, one fsync) before the
-      next turn starts; a power loss loses at most the turn under way. The run's usage record
-      rides along without a sync of its own.
-    - ``"run"``: one write and one fsync per run; a crash loses the run under way.
-    - ``"os"``: each turn is written, the flush left to the OS: survives the process dying,
-      not the machine losing power.
+    - ``"turn"`` (default): write-ahead. A turn's tool calls are written, with the messages
+      before them, and flushed to disk (one fsync) before any of its tools runs; each tool
+      result is written (no fsync) as soon as its call finishes, and rides down with the next
+      flush; a turn without tool calls (the answer) is written and flushed when it ends. A
+      2-turn run (one tool turn, one answer) costs two fsyncs. A killed process loses no
+      finished call; a power loss loses at most the turn under way and the results written
+      since the last flush. The run's usage record rides along without a sync of its own.
+    - ``"run"``: one write and one fsync per run; a crash loses the run under way, and the
+      calls it made may run again when the run is asked again (nothing of them was saved).
+    - ``"os"``: the same writes as ``"turn"``, the flush left to the OS: survives the process
+      dying, not the machine losing power.
+
+    No call runs twice across a crash (``"turn"`` and ``"os"``): a call whose result was
+    saved is not asked again, and a call that was written but has no result (the process
+    stopped while it ran) is answered on load with an error saying whether it took effect is
+    unknown, never run again.
     """
 
     name: ClassVar[str] = "sessions"
@@ -71,6 +86,9 @@ class Sessions(bandoneon.Plugin):
     #: ``register_session_stores``: how other plugins offer session stores (this plugin calls it).
     hookspecs: ClassVar[ModuleType] = session_hooks
 
+    #: Runs with a session writing in this process just now (see ``INLINE_SYNC_LIMIT``).
+    _writing_runs: ClassVar[int] = 0
+
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:12], validator=_session_id)
     store: Any = None
     path: str | None = None
@@ -79,8 +97,15 @@ class Sessions(bandoneon.Plugin):
     damage: str | None = attrs.field(default=None, init=False)
     _store: SessionStore | None = attrs.field(default=None, init=False, repr=False)
     _lock: SessionLock | None = attrs.field(default=None, init=False, repr=False)
+    _writer: SessionWriter | None = attrs.field(default=None, init=False, repr=False)
     _saved: int = attrs.field(default=0, init=False, repr=False)
     _last_saved: bandoneon.Message | None = attrs.field(default=None, init=False, repr=False)
+    #: This turn's assistant message when it was written before its tools ran, and the ids of
+    #: its calls whose results are written already (out of the transcript's order).
+    _ahead: bandoneon.Message | None = attrs.field(default=None, init=False, repr=False)
+    _early: set[str] = attrs.field(factory=set, init=False, repr=False)
+    _unsynced: bool = attrs.field(default=False, init=False, repr=False)
+    _writing: bool = attrs.field(default=False, init=False, repr=False)
 
     # ---------------------------------------------------------------- opening
 
@@ -95,6 +120,7 @@ class Sessions(bandoneon.Plugin):
         self._lock = self._store.lock(self.session_id)
         try:
             loaded = self._store.open_for_writing(self.session_id)
+            self._writer = self._store.writer(self.session_id)
         except BaseException:
             self.close()
             raise
@@ -127,6 +153,12 @@ class Sessions(bandoneon.Plugin):
         if loaded.damage:
             log.warning("session %r was damaged: %s", self.session_id, loaded.damage)
             warnings.warn(f"session {self.session_id!r} was damaged: {loaded.damage}", SessionDamaged, stacklevel=2)
+        elif loaded.interrupted:
+            log.warning(
+                "session %r: %d tool call(s) were running when the process stopped; they are answered as interrupted, not run again",
+                self.session_id,
+                loaded.interrupted,
+            )
 
     def _mark_saved(self, transcript: list[bandoneon.Message]) -> None:
         self._saved = len(transcript)
@@ -134,34 +166,84 @@ class Sessions(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- saving
 
-    async def _flush(self, run: bandoneon.RunContext, usage: bandoneon.Usage | None = None) -> None:
-        if self._store is None or self._lock is None:
-            raise SessionError(f"session {self.session_id!r} was closed; build a new agent to go on")
-        transcript = run.transcript
-        replaced = self._saved > len(transcript) or (self._saved and transcript[self._saved - 1] is not self._last_saved)
-        new = list(transcript) if replaced else transcript[self._saved :]
-        if not new and usage is None and not replaced:
+    @bandoneon.hookimpl(trylast=True)
+    async def before_tool_execution(self, run: bandoneon.RunContext) -> None:
+        """Write-ahead: the turn's calls reach the session before any of them runs. trylast:
+        called only for a call no other plugin refused or answered, so one that will run."""
+        if self.durability == "run" or self._ahead is not None:
             return
-        # Messages wait for the disk unless durability is "os"; a usage record alone never does
-        # (the next synced write carries it down, and losing it loses no message).
-        sync = self.durability != "os" and bool(new or replaced)
-        # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
-        # tool argument holding a key is stored without it, while the run goes on with the original.
-        append = functools.partial(self._store.append, self.session_id, run.agent.redact(new), usage=usage, clear=bool(replaced), sync=sync)
-        if sync:
-            await asyncio.to_thread(append)  # an fsync would hold every other run on the loop
-        else:
-            append()  # a buffered write costs less than the hop to a thread
-        self._mark_saved(transcript)
+        transcript = run.transcript
+        await self._flush(run, sync=self.durability == "turn")
+        self._ahead = _last_assistant(transcript)
+
+    @bandoneon.hookimpl
+    async def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
+        """A call written ahead finished: its result is written at once (buffered, no fsync)."""
+        if self._ahead is None:
+            return
+        writer = self._open_writer()
+        self._early.add(result.call.id)
+        self._unsynced = True
+        writer.append(run.agent.redact([result.to_message()]), sync=False)
 
     @bandoneon.hookimpl
     async def after_turn(self, run: bandoneon.RunContext) -> None:
-        if self.durability != "run":
-            await self._flush(run)
+        if self.durability == "run":
+            return
+        # A turn whose calls were written ahead leaves only results (flushed with the next
+        # turn's write); any other turn carries a model message, flushed now under "turn".
+        await self._flush(run, sync=self.durability == "turn" and self._ahead is None)
+        self._ahead = None
+        self._early.clear()
 
     @bandoneon.hookimpl
     async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:
-        await self._flush(run, usage=result.usage)
+        try:
+            # Whatever the run left unflushed goes down now (under "turn", only results of a
+            # run that ended right after its tools; a usage record alone never waits for the disk).
+            await self._flush(run, usage=result.usage, sync=self.durability != "os", only_if_needed=True)
+        finally:
+            self._ahead = None
+            self._early.clear()
+            if self._writing:
+                self._writing = False
+                Sessions._writing_runs -= 1
+
+    async def _flush(self, run: bandoneon.RunContext, *, sync: bool, usage: bandoneon.Usage | None = None, only_if_needed: bool = False) -> None:
+        """Write what the transcript holds beyond what was written; ``sync``: flush it to disk.
+        ``only_if_needed``: sync only if messages are written now or were written unsynced."""
+        writer = self._open_writer()
+        transcript = run.transcript
+        replaced = self._saved > len(transcript) or (self._saved and transcript[self._saved - 1] is not self._last_saved)
+        new = list(transcript) if replaced else transcript[self._saved :]
+        if self._early:
+            new = [m for m in new if m.role != "tool" or m.tool_call_id not in self._early]
+        if not new and usage is None and not replaced and not writer.has_pending:
+            self._mark_saved(transcript)  # what is left was written already (results of calls written ahead)
+            return
+        if only_if_needed:
+            sync = sync and bool(new or replaced or self._unsynced)
+        # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
+        # tool argument holding a key is stored without it, while the run goes on with the original.
+        masked = run.agent.redact(new)
+        self._mark_saved(transcript)  # a batch that fails stays with the writer, which writes it again next time
+        if not self._writing:
+            self._writing = True
+            Sessions._writing_runs += 1
+        if sync and not self._sync_on_loop(writer):
+            await asyncio.to_thread(writer.append, masked, usage=usage, clear=bool(replaced), sync=True)
+        else:  # a buffered write, or a fast flush, costs less than the hop to a thread
+            writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
+        self._unsynced = self._unsynced and not sync
+
+    @staticmethod
+    def _sync_on_loop(writer: SessionWriter) -> bool:
+        return Sessions._writing_runs <= 1 and writer.last_sync is not None and writer.last_sync < INLINE_SYNC_LIMIT
+
+    def _open_writer(self) -> SessionWriter:
+        if self._writer is None or self._lock is None:
+            raise SessionError(f"session {self.session_id!r} was closed; build a new agent to go on")
+        return self._writer
 
     # ---------------------------------------------------------------- the rest
 
@@ -173,6 +255,9 @@ class Sessions(bandoneon.Plugin):
         """Release the session's writer lock (another agent or process may open it after this).
 
         Later turns of this plugin's agent raise ``SessionError``: build a new agent to go on."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -191,6 +276,13 @@ class Sessions(bandoneon.Plugin):
         from .cli import add_commands
 
         add_commands(subparsers)
+
+
+def _last_assistant(transcript: list[bandoneon.Message]) -> bandoneon.Message | None:
+    for message in reversed(transcript):
+        if message.role == "assistant":
+            return message
+    return None
 
 
 def open_session_plugin(session_id: str, path: str | os.PathLike[str] | None = None) -> Sessions:

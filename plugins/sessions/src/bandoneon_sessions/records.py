@@ -10,6 +10,10 @@ is described, never silently skipped over (a record after a hole could answer a 
 that is no longer there). A history whose records all read but which would be refused by a
 strict server (a tool call in the middle with no result, a result for no call) is damage too,
 repaired the same way: the missing results are written as interrupted, stray results dropped.
+A session that ends with tool calls and not all their results is not damage: the sessions
+plugin writes a turn's calls before they run, and a process that stopped while they ran
+leaves exactly that; those calls are answered as interrupted (``LoadedSession.interrupted``),
+never run again.
 
 In a JSONL file (format 2) every line carries its own checksum: ``<json>\t<crc32 hex>``. A
 line whose bytes changed after it was written (a torn or overwritten record, a flipped bit)
@@ -30,7 +34,7 @@ import attrs
 
 import bandoneon
 
-__all__ = ["LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "replay", "unframe"]
+__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "replay", "unframe"]
 
 FORMAT_VERSION = 2
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
@@ -63,20 +67,25 @@ class LoadedSession:
     forked_from: str | None = None
     damage: str | None = None
     valid_records: int = 0
+    #: How many of the last messages answer tool calls that were running when the process
+    #: stopped (written ahead, their results never came): added on load, never run again.
+    interrupted: int = 0
 
     @property
     def exists(self) -> bool:
         return self.created_at is not None
 
 
-def encode(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+#: One encoder for every record (``json.dumps`` with options builds a new one per call).
+encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+CLEAR: dict[str, Any] = {"type": "clear"}
 
 
 def frame(record: dict[str, Any]) -> bytes:
     """One JSONL line: the record, a tab, its CRC-32 (JSON text never holds a raw tab)."""
     body = encode(record).encode()
-    return body + b"\t%08x\n" % zlib.crc32(body)
+    return b"%s\t%08x\n" % (body, zlib.crc32(body))
 
 
 def unframe(line: bytes) -> tuple[bytes, bool]:
@@ -148,11 +157,13 @@ def replay(session_id: str, lines: Iterable[tuple[str, str | bytes]], *, torn: s
     # The loop never leaves a call unanswered, so a saved history that does was cut short
     # between a call and its result (a crash at a record boundary): damage, even with every
     # record intact.
+    # Sessions writes a turn's tool calls before they run (write-ahead), so a session that
+    # ends with calls and no results is what a process that stopped mid-call leaves: not damage.
+    # The calls are answered as interrupted, never run again (they may have taken effect).
     messages, closed = close_open_calls(messages)
-    if closed:
-        cut = f"{closed} tool call(s) left without a result were answered as interrupted"
-        damage = f"{damage}; {cut}" if damage else f"the session ends between a tool call and its result; {cut}"
-    return LoadedSession(session_id, tuple(messages), usage, created_at, forked_from, damage, valid)
+    if closed and damage:
+        damage = f"{damage}; {closed} tool call(s) left without a result were answered as interrupted"
+    return LoadedSession(session_id, tuple(messages), usage, created_at, forked_from, damage, valid, 0 if damage else closed)
 
 
 def answer_gaps(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Message], str | None]:
@@ -187,7 +198,12 @@ def answer_gaps(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Messa
 
 
 def _interrupted(call: bandoneon.ToolCall) -> bandoneon.Message:
-    return bandoneon.Message.tool(call, f"{call.name} was interrupted: the session was cut off before its result was saved.", is_error=True)
+    return bandoneon.Message.tool(
+        call,
+        f"{call.name} was interrupted: the process stopped while this call ran, so whether it took effect is unknown; "
+        "check before calling it again.",
+        is_error=True,
+    )
 
 
 def close_open_calls(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Message], int]:

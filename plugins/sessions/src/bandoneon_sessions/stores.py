@@ -21,6 +21,7 @@ import bandoneon
 
 from .lock import SessionLock
 from .records import (
+    CLEAR,
     LoadedSession,
     SessionError,
     check_session_id,
@@ -33,7 +34,7 @@ from .records import (
     valid_cut,
 )
 
-__all__ = ["JsonlStore", "SessionStore", "SqliteSessionStore", "default_sessions_path", "open_store"]
+__all__ = ["JsonlStore", "SessionStore", "SessionWriter", "SqliteSessionStore", "default_sessions_path", "open_store"]
 
 Records = list[tuple[str, bytes | str]]
 
@@ -93,6 +94,8 @@ class SessionStore(abc.ABC):
             self._replace(session_id, [header_record(session_id, created)], keep_damaged=False)
             return LoadedSession(session_id, created_at=created)
         if loaded.damage is None:
+            if loaded.interrupted:  # answer the calls that were running when the process stopped, once
+                self._append(session_id, [message_record(m) for m in loaded.messages[-loaded.interrupted :]], sync=True)
             return loaded
         created = loaded.created_at or time.time()
         records = [header_record(session_id, created, loaded.forked_from)]
@@ -108,13 +111,17 @@ class SessionStore(abc.ABC):
     ) -> None:
         """Append in one write (JSONL) or one transaction (SQLite). Call with the lock held.
 
-        ``sync=False``: do not wait for the disk (see ``Sessions.durability``)."""
-        records: list[dict[str, Any]] = [{"type": "clear"}] if clear else []
-        records += [message_record(m) for m in messages]
-        if usage is not None:
-            records.append(usage_record(usage))
+        ``sync=False``: do not wait for the disk (see ``Sessions.durability``). A writer that
+        appends often takes a ``writer()`` instead."""
+        records = batch(messages, usage=usage, clear=clear)
         if records:
             self._append(check_session_id(session_id), records, sync=sync)
+
+    def writer(self, session_id: str) -> SessionWriter:
+        """Appends to ``session_id`` until closed. Call with the lock held, after
+        ``open_for_writing``. Stores keep their file or connection open in it; this default
+        appends through ``_append``."""
+        return _AppendingWriter(self, check_session_id(session_id))
 
     def list(self) -> list[LoadedSession]:
         """Every stored session, most recently created first."""
@@ -152,6 +159,106 @@ class SessionStore(abc.ABC):
         finally:
             lock.release()
         return self.load(new_id)
+
+
+def batch(messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False) -> list[dict[str, Any]]:
+    """The records of one append: a ``clear`` first if asked, the messages, then the usage."""
+    records: list[dict[str, Any]] = [CLEAR] if clear else []
+    records += [message_record(m) for m in messages]
+    if usage is not None:
+        records.append(usage_record(usage))
+    return records
+
+
+class SessionWriter(abc.ABC):
+    """Appends to one session while its writer lock is held (``SessionStore.writer``).
+
+    A batch whose write failed stays here and goes first into the next ``append``, under the
+    same keys: the caller does not send its messages again, and a failure that was only
+    reported (a COMMIT interrupted after it took effect) is not written twice.
+    """
+
+    #: Seconds the last synced append took (None: none yet); ``Sessions`` reads it to decide
+    #: whether a flush may wait on the event loop itself.
+    last_sync: float | None = None
+
+    def append(self, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False, sync: bool = True) -> None:
+        """One write (JSONL) or one transaction (SQLite); on disk when it returns if ``sync``."""
+        records = batch(messages, usage=usage, clear=clear)
+        if not records and not self.has_pending:
+            return
+        if not sync:
+            self._write(records, sync=False)
+            return
+        started = time.perf_counter()
+        self._write(records, sync=True)
+        self.last_sync = time.perf_counter() - started
+
+    @property
+    @abc.abstractmethod
+    def has_pending(self) -> bool:
+        """Is a failed batch waiting to be written again?"""
+
+    @abc.abstractmethod
+    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
+        """Write what failed before, then ``records``, all or nothing; keep them if it fails."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the open file or connection (a pending failed batch is dropped)."""
+
+
+class _AppendingWriter(SessionWriter):
+    """Any store: each batch through ``store._append`` (opened and closed every time)."""
+
+    def __init__(self, store: SessionStore, session_id: str):
+        self._store = store
+        self._session_id = session_id
+        self._pending: list[dict[str, Any]] = []
+        self._pending_sync = False
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
+        records = self._pending + records
+        sync = sync or self._pending_sync
+        try:
+            self._store._append(self._session_id, records, sync=sync)
+        except BaseException:
+            self._pending, self._pending_sync = records, sync
+            raise
+        self._pending, self._pending_sync = [], False
+
+    def close(self) -> None:
+        self._pending = []
+
+
+class _JsonlWriter(SessionWriter):
+    """The session's file held open (``bandoneon.AppendFile``): a write, and an fdatasync when synced."""
+
+    def __init__(self, path: Path):
+        self._file = bandoneon.AppendFile(path)
+        self._pending = b""
+        self._pending_sync = False
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
+        data = self._pending + b"".join(map(frame, records))
+        sync = sync or self._pending_sync
+        try:
+            self._file.append(data, sync=sync)
+        except BaseException:  # cut back off the file (AppendFile's promise); written again next time
+            self._pending, self._pending_sync = data, sync
+            raise
+        self._pending, self._pending_sync = b"", False
+
+    def close(self) -> None:
+        self._file.close()
 
 
 class JsonlStore(SessionStore):
@@ -200,6 +307,9 @@ class JsonlStore(SessionStore):
     def _remove(self, session_id: str) -> None:
         self.file(session_id).unlink(missing_ok=True)
 
+    def writer(self, session_id: str) -> SessionWriter:
+        return _JsonlWriter(self.file(check_session_id(session_id)))
+
     def _ids(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.jsonl")) if self.folder.is_dir() else []
 
@@ -221,7 +331,9 @@ class SqliteSessionStore(SessionStore):
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=10)
+        # Any thread: a writer's connection stays open between flushes, some made on a worker
+        # thread; its owner never uses it from two threads at once.
+        connection = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
         connection.executescript(_SCHEMA)
         return connection
 
@@ -272,10 +384,74 @@ class SqliteSessionStore(SessionStore):
     def _remove(self, session_id: str) -> None:
         self._run(lambda c: c.execute("DELETE FROM records WHERE session_id = ?", (session_id,)))
 
+    def writer(self, session_id: str) -> SessionWriter:
+        return _SqliteWriter(self, check_session_id(session_id))
+
     def _ids(self) -> list[str]:
         if not self.path.exists():
             return []
         return [row[0] for row in self._run(lambda c: c.execute("SELECT DISTINCT session_id FROM records ORDER BY session_id").fetchall())]
+
+
+class _SqliteWriter(SessionWriter):
+    """A connection held open; each record under the key ``(session_id, seq)``, its ``seq``
+    given once: a batch written again after a failure reuses its keys, and ``INSERT OR
+    IGNORE`` keeps a row that a failed-looking COMMIT had in fact stored."""
+
+    def __init__(self, store: SqliteSessionStore, session_id: str):
+        self._store = store
+        self._session_id = session_id
+        self._connection: sqlite3.Connection | None = None
+        self._synchronous: bool | None = None
+        self._pending: list[tuple[str, int, str]] = []
+        self._pending_sync = False
+        (last,) = store._run(lambda c: c.execute("SELECT coalesce(max(seq), -1) FROM records WHERE session_id = ?", (session_id,)).fetchone())
+        self._next_seq: int = last + 1
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
+        rows = self._pending + [(self._session_id, self._next_seq + n, encode(r)) for n, r in enumerate(records)]
+        self._next_seq += len(records)
+        sync = sync or self._pending_sync
+        self._pending, self._pending_sync = rows, sync  # until the COMMIT returns
+        try:
+            connection = self._connect()
+            if self._synchronous is not sync:  # OFF: this commit is handed to the OS, not waited for
+                connection.execute(f"PRAGMA synchronous = {'FULL' if sync else 'OFF'}")
+                self._synchronous = sync
+            try:
+                connection.executemany("INSERT OR IGNORE INTO records (session_id, seq, data) VALUES (?, ?, ?)", rows)
+                connection.commit()
+            except BaseException:
+                self._drop_connection()
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise SessionError(bandoneon.unusable_sqlite("session store", self._store.path, exc)) from None
+        self._pending, self._pending_sync = [], False
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = self._store._connect()
+            self._synchronous = None
+        return self._connection
+
+    def _drop_connection(self) -> None:
+        """After a failure the connection's state is unknown: roll back, and open a new one next time."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.rollback()
+            except sqlite3.Error:
+                pass
+            connection.close()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> SessionStore:
