@@ -178,13 +178,18 @@ class Sessions(bandoneon.Plugin):
 
     @bandoneon.hookimpl
     async def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
-        """A call written ahead finished: its result is written at once (buffered, no fsync)."""
+        """A call written ahead finished: its result is written at once (buffered, no fsync).
+        If that write fails, the writer keeps the result and writes it with the next append,
+        which reports the failure if it lasts: the other calls of the turn go on."""
         if self._ahead is None:
             return
         writer = self._open_writer()
         self._early.add(result.call.id)
         self._unsynced = True
-        writer.append(run.agent.redact([result.to_message()]), sync=False)
+        try:
+            writer.append(run.agent.redact([result.to_message()]), sync=False)
+        except (OSError, SessionError) as exc:
+            log.warning("session %r: the result of %s could not be written yet (%s); it goes with the next write", self.session_id, result.call.name, exc)
 
     @bandoneon.hookimpl
     async def after_turn(self, run: bandoneon.RunContext) -> None:
