@@ -314,6 +314,56 @@ def test_an_aborted_sqlite_write_at_every_step_loses_no_saved_message(sweep_dir)
         assert list(loaded.messages) == saved and loaded.damage is None, f"aborted at step {at_step}"
 
 
+class CommitTookEffectThenFailed(sqlite3.Connection):
+    """A COMMIT that stores the transaction and then reports a failure (as an I/O error after
+    the journal was synced does), at the ``fail_at``-th commit of the process."""
+
+    commits = 0
+    fail_at = 0
+
+    def commit(self) -> None:
+        super().commit()
+        CommitTookEffectThenFailed.commits += 1
+        if CommitTookEffectThenFailed.commits == CommitTookEffectThenFailed.fail_at:
+            raise sqlite3.OperationalError("disk I/O error")
+
+
+class FlakyCommitStore(SqliteSessionStore):
+    connection_class = CommitTookEffectThenFailed
+
+
+def two_runs_through_sessions(path) -> tuple[list[Message], int]:
+    model = ScriptedModel(reply("", ToolCall("a", "look", '{"where": "hall"}')), "empty", "still empty")
+    try:
+        agent = bandoneon.Agent(model, tools=[look], plugins=[Sessions(session_id=SESSION, store=FlakyCommitStore(path))], context_files=False)
+    except SessionError:
+        return [], 0
+    for prompt in ("look", "and now?"):
+        try:
+            agent.run_sync(prompt)
+        except bandoneon.BandoneonError:
+            pass  # the save failed (so it says); the writer writes the batch again with the next one
+    agent.close()
+    return list(agent.messages), len(model.requests)
+
+
+def test_an_interrupted_commit_that_took_effect_and_is_retried_writes_each_record_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(CommitTookEffectThenFailed, "fail_at", 0)
+    monkeypatch.setattr(CommitTookEffectThenFailed, "commits", 0)
+    two_runs_through_sessions(tmp_path / "measure.sqlite3")
+    commits = CommitTookEffectThenFailed.commits
+    assert commits >= 4  # write-ahead, result, answer, usage...
+    for fail_at in range(1, commits + 1):
+        monkeypatch.setattr(CommitTookEffectThenFailed, "fail_at", fail_at)
+        monkeypatch.setattr(CommitTookEffectThenFailed, "commits", 0)
+        path = tmp_path / f"{fail_at}.sqlite3"
+        history, requests = two_runs_through_sessions(path)
+        loaded = SqliteSessionStore(path).load(SESSION)
+        assert loaded.damage is None, f"commit {fail_at}"
+        assert list(loaded.messages) == history, f"commit {fail_at}: a record written twice, or lost"
+        assert loaded.usage.requests == requests, f"commit {fail_at}: each run's usage once"
+
+
 @pytest.mark.parametrize(
     "damage",
     ["truncated", "header overwritten", "random bytes", "a text file"],

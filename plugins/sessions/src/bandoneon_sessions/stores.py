@@ -323,6 +323,9 @@ CREATE TABLE IF NOT EXISTS damaged_records (session_id TEXT NOT NULL, seq INTEGE
 class SqliteSessionStore(SessionStore):
     """Every session in one SQLite file; each append is one transaction. Locks in ``<file>.locks/``."""
 
+    #: The class of every connection (a test puts one that fails its COMMIT here).
+    connection_class: type[sqlite3.Connection] = sqlite3.Connection
+
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
 
@@ -333,7 +336,7 @@ class SqliteSessionStore(SessionStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Any thread: a writer's connection stays open between flushes, some made on a worker
         # thread; its owner never uses it from two threads at once.
-        connection = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+        connection = sqlite3.connect(self.path, timeout=10, check_same_thread=False, factory=self.connection_class)
         connection.executescript(_SCHEMA)
         return connection
 
