@@ -1,58 +1,19 @@
 """The state files of memory, laps, heartbeat and human lose nothing they said was saved
 (issue 13): the disk fails, tears or shortens a write (``FaultyDisk``), the process "dies"
-there, and the next process reads back every save that returned, never a half-written file."""
+there, and the next process reads back every save that returned, never a half-written file.
+The sweep's pieces (``WriteLog``, ``sweep_dir``) are ``bandoneon.testing``'s."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import bandoneon
 import pytest
-from bandoneon.testing import FaultyDisk, ScriptedModel
+from bandoneon.testing import FaultyDisk, ScriptedModel, WriteLog
 
 FAULTS = ["fail", "tear", "short"]
-
-
-@pytest.fixture
-def sweep_dir(tmp_path):
-    """A folder in memory (tmpfs) when there is one: the sweeps make many small files."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    folder = Path(tempfile.mkdtemp(prefix="bandoneon-sweep-", dir=shm))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-class WriteLog(FaultyDisk):
-    """A disk without faults that remembers where each write call starts and ends."""
-
-    def __init__(self) -> None:
-        super().__init__(at_byte=10**12)
-        self.calls: list[tuple[int, int]] = []
-
-    def write(self, fd: int, data: bytes) -> int:
-        start = self.written
-        written = super().write(fd, data)
-        self.calls.append((start, start + written))
-        return written
-
-
-def fault_points(calls: list[tuple[int, int]]) -> list[int]:
-    """Every write call at its first, second, middle and last byte: within one call of an
-    atomic write every other byte behaves like one of these (the temporary file is dropped)."""
-    points = set()
-    for start, end in calls:
-        points.update(p for p in (start, start + 1, (start + end) // 2, end - 1) if start <= p < end)
-    return sorted(points)
 
 
 # ------------------------------------------------------------------ memory: the notes file
@@ -109,7 +70,7 @@ def test_laps_resume_from_every_save_that_returned(sweep_dir, fault):
     make_agent, is_done, _ = laps_world()
     with WriteLog() as disk:
         run_goal_loop_sync("Build it.", make_agent, is_done, max_laps=6, state_file=sweep_dir / "measure.json")
-    for at_byte in fault_points(disk.calls):
+    for at_byte in disk.fault_points():
         state = sweep_dir / f"{fault}-{at_byte}.json"
         make_agent, is_done, finished = laps_world()
         reported = []
@@ -162,7 +123,7 @@ async def three_ticks(state: Path, clock: Clock, returned: list) -> None:
 def test_heartbeat_ticks_whose_save_returned_survive(sweep_dir, fault):
     with WriteLog() as disk:
         asyncio.run(three_ticks(sweep_dir / "measure.json", Clock(), []))
-    for at_byte in fault_points(disk.calls):
+    for at_byte in disk.fault_points():
         state = sweep_dir / f"{fault}-{at_byte}.json"
         clock, returned = Clock(), []
         with FaultyDisk(at_byte, fault, crash=True):
@@ -194,7 +155,7 @@ def test_a_pending_approval_is_whole_after_a_fault_at_every_write(sweep_dir, fau
     with WriteLog() as disk:
         write_pending(sweep_dir / "measure.json", pending)
         answer_pending(sweep_dir / "measure.json", True, by="ops")
-    for at_byte in fault_points(disk.calls):
+    for at_byte in disk.fault_points():
         path = sweep_dir / f"{fault}-{at_byte}.json"
         steps = []
         with FaultyDisk(at_byte, fault, crash=True):

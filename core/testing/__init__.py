@@ -3,15 +3,30 @@
 - ``ScriptedModel`` / ``FunctionModel``: in-process providers (a queue, or a function).
 - ``MockLLMServer``: a real OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 with
   scripted replies and fault injection (``Reply``, ``Fault``).
-- ``FaultyDisk``: the disk under ``write_atomically`` / ``append_durably`` fails, tears or
-  shortens a write at a chosen byte (durability tests for stores).
+- ``FaultyDisk``: the disk under ``write_atomically`` / ``append_durably`` / ``AppendFile``
+  fails, tears or shortens a write at a chosen byte (durability tests for stores);
+  ``WriteLog`` learns where a run's writes fall (``fault_points()``), ``sweep_folder()`` (the
+  ``sweep_dir`` fixture) is where a sweep's thousands of files go.
 - ``load_script(path)``: import an example or agent script by path to call its functions.
 - pytest fixtures (installed through the ``pytest11`` entry point): ``mock_llm`` (a running
-  server), ``scripted`` (a fresh ``ScriptedModel``).
+  server), ``scripted`` (a fresh ``ScriptedModel``), ``sweep_dir`` (a ``sweep_folder()``).
 """
 
-from .disk import FaultyDisk
+from .disk import FaultyDisk, WriteLog, sweep_folder
 from .models import FunctionModel, ScriptedModel, call, load_script, reply
 from .server import Fault, MockLLMServer, RecordedRequest, Reply
 
-__all__ = ["Fault", "FaultyDisk", "FunctionModel", "MockLLMServer", "RecordedRequest", "Reply", "ScriptedModel", "call", "load_script", "reply"]
+__all__ = [
+    "Fault",
+    "FaultyDisk",
+    "FunctionModel",
+    "MockLLMServer",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModel",
+    "WriteLog",
+    "call",
+    "load_script",
+    "reply",
+    "sweep_folder",
+]

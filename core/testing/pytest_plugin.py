@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from .disk import sweep_folder
 from .models import ScriptedModel
 from .server import MockLLMServer
 
@@ -23,3 +25,10 @@ def scripted() -> Iterator[ScriptedModel]:
     model = ScriptedModel()
     yield model
     model.assert_all_used()
+
+
+@pytest.fixture
+def sweep_dir(tmp_path: Path) -> Iterator[Path]:
+    """A folder for a fault sweep's many small files: in memory (tmpfs) when there is one."""
+    with sweep_folder(tmp_path) as folder:
+        yield folder

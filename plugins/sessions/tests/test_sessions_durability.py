@@ -4,17 +4,13 @@ damaged files are named with what to do."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
-import tempfile
 import zlib
-from pathlib import Path
 
 import bandoneon
 import pytest
 from bandoneon import Message, ToolCall
-from bandoneon.testing import FaultyDisk, ScriptedModel, reply
+from bandoneon.testing import FaultyDisk, ScriptedModel, WriteLog, reply
 from bandoneon_sessions import JsonlStore, SessionDamaged, SessionError, Sessions, SqliteSessionStore
 from bandoneon_sessions.cli import list_command
 
@@ -39,21 +35,6 @@ def assert_valid_for_a_strict_server(messages) -> None:
     assert not pending
 
 
-@pytest.fixture
-def sweep_dir(tmp_path):
-    """A folder in memory (tmpfs) when the machine has one: the sweeps make thousands of small
-    files, and they test the stores' logic, not the disk's speed."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    folder = Path(tempfile.mkdtemp(prefix="bandoneon-sweep-", dir=shm))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def save_all(store, *, retry: bool) -> tuple[list[Message], list[Message]]:
     """Save the batches; returns (messages whose save returned, the batch that was cut)."""
     saved: list[Message] = []
@@ -70,7 +51,7 @@ def save_all(store, *, retry: bool) -> tuple[list[Message], list[Message]]:
 
 def bytes_of_one_session(tmp_path) -> int:
     store = JsonlStore(tmp_path / "measure")
-    with FaultyDisk(at_byte=10**9) as disk:
+    with WriteLog() as disk:
         store.lock(SESSION)
         store.open_for_writing(SESSION)
         save_all(store, retry=False)
@@ -189,11 +170,11 @@ def look(where: str) -> str:
     return f"{where} is empty"
 
 
-@pytest.mark.parametrize("durability", ["turn", "run"])  # "os" writes where "turn" does
+@pytest.mark.parametrize("durability", ["turn", "os", "run"])
 def test_a_fault_at_every_byte_of_an_agent_run_leaves_a_valid_prefix(sweep_dir, durability):
-    with FaultyDisk(at_byte=10**12) as disk:
+    with WriteLog() as disk:
         reference = run_two_calls_then_answer(sweep_dir / "reference", durability)
-    for at_byte in range(disk.written):
+    for at_byte in disk.fault_points():
         for fault in ("fail", "tear", "short"):
             folder = sweep_dir / f"{durability}-{fault}-{at_byte}"
             with FaultyDisk(at_byte, fault, crash=True):
