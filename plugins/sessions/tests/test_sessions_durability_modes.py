@@ -69,3 +69,31 @@ def test_turn_durability_saves_a_turn_before_the_next_starts_and_run_durability_
 def test_an_unknown_durability_is_a_configuration_error_naming_the_choices(tmp_path):
     with pytest.raises(bandoneon.ConfigError, match="durability"):
         bandoneon.Agent(ScriptedModel(), plugins={"sessions": {"durability": "never", "path": str(tmp_path)}}, context_files=False)
+
+
+def test_a_run_that_ends_right_after_its_tools_flushes_their_results_at_its_end(tmp_path):
+    store = JsonlStore(tmp_path)
+    plugin = Sessions(session_id="s-1", store=store)
+    agent = bandoneon.Agent(ScriptedModel(call("weigh", grams=250)), tools=[weigh], plugins=[plugin], context_files=False, max_turns=1)
+    with CountingDisk() as disk:
+        result = agent.run_sync("Weigh it.")
+    plugin.close()
+    assert result.stop == "max_turns"
+    assert disk.fsyncs == 2  # the calls before the tool ran; the result (written at once, unflushed) when the run ended
+    assert [m.role for m in store.load("s-1").messages] == ["user", "assistant", "tool"]
+
+
+def test_a_crash_loses_no_finished_call_in_os_mode_either(tmp_path):
+    store = JsonlStore(tmp_path)
+    seen: list[list[str]] = []
+
+    def model(request):
+        if len(request.messages) == 1:
+            return call("weigh", grams=100)
+        seen.append([m.content for m in store.load("s-1").messages])  # what a process killed now would leave
+        return "A hundred grams."
+
+    agent, plugin = agent_on(store, FunctionModel(model), "os")
+    agent.run_sync("Weigh it.")
+    plugin.close()
+    assert seen == [["Weigh it.", "", "100 g"]]

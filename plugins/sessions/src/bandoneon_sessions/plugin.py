@@ -98,14 +98,7 @@ class Sessions(bandoneon.Plugin):
     _store: SessionStore | None = attrs.field(default=None, init=False, repr=False)
     _lock: SessionLock | None = attrs.field(default=None, init=False, repr=False)
     _writer: SessionWriter | None = attrs.field(default=None, init=False, repr=False)
-    _saved: int = attrs.field(default=0, init=False, repr=False)
-    _last_saved: bandoneon.Message | None = attrs.field(default=None, init=False, repr=False)
-    #: This turn's assistant message when it was written before its tools ran, and the ids of
-    #: its calls whose results are written already (out of the transcript's order).
-    _ahead: bandoneon.Message | None = attrs.field(default=None, init=False, repr=False)
-    _early: set[str] = attrs.field(factory=set, init=False, repr=False)
-    _unsynced: bool = attrs.field(default=False, init=False, repr=False)
-    _writing: bool = attrs.field(default=False, init=False, repr=False)
+    _written: _Written = attrs.field(factory=lambda: _Written(), init=False, repr=False)
 
     # ---------------------------------------------------------------- opening
 
@@ -148,7 +141,7 @@ class Sessions(bandoneon.Plugin):
 
     def _install(self, agent: bandoneon.Agent, loaded: LoadedSession) -> None:
         agent.load_history(loaded.messages, usage=loaded.usage)
-        self._mark_saved(agent.transcript)
+        self._written.mark(agent.transcript)
         self.damage = loaded.damage
         if loaded.damage:
             log.warning("session %r was damaged: %s", self.session_id, loaded.damage)
@@ -160,32 +153,29 @@ class Sessions(bandoneon.Plugin):
                 loaded.interrupted,
             )
 
-    def _mark_saved(self, transcript: list[bandoneon.Message]) -> None:
-        self._saved = len(transcript)
-        self._last_saved = transcript[-1] if transcript else None
-
     # ---------------------------------------------------------------- saving
 
     @bandoneon.hookimpl(trylast=True)
     async def before_tool_execution(self, run: bandoneon.RunContext) -> None:
         """Write-ahead: the turn's calls reach the session before any of them runs. trylast:
         called only for a call no other plugin refused or answered, so one that will run."""
-        if self.durability == "run" or self._ahead is not None:
+        written = self._written
+        if written.ahead is not None or self.durability == "run":
             return
-        transcript = run.transcript
         await self._flush(run, sync=self.durability == "turn")
-        self._ahead = _last_assistant(transcript)
+        written.ahead = _last_assistant(run.transcript)
 
     @bandoneon.hookimpl
     async def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
         """A call written ahead finished: its result is written at once (buffered, no fsync).
         If that write fails, the writer keeps the result and writes it with the next append,
         which reports the failure if it lasts: the other calls of the turn go on."""
-        if self._ahead is None:
+        written = self._written
+        if written.ahead is None:
             return
         writer = self._open_writer()
-        self._early.add(result.call.id)
-        self._unsynced = True
+        written.early.add(result.call.id)
+        written.unsynced = True
         try:
             writer.append(run.agent.redact([result.to_message()]), sync=False)
         except (OSError, SessionError) as exc:
@@ -195,11 +185,11 @@ class Sessions(bandoneon.Plugin):
     async def after_turn(self, run: bandoneon.RunContext) -> None:
         if self.durability == "run":
             return
+        written = self._written
         # A turn whose calls were written ahead leaves only results (flushed with the next
         # turn's write); any other turn carries a model message, flushed now under "turn".
-        await self._flush(run, sync=self.durability == "turn" and self._ahead is None)
-        self._ahead = None
-        self._early.clear()
+        await self._flush(run, sync=self.durability == "turn" and written.ahead is None)
+        written.end_turn()
 
     @bandoneon.hookimpl
     async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:
@@ -208,38 +198,39 @@ class Sessions(bandoneon.Plugin):
             # run that ended right after its tools; a usage record alone never waits for the disk).
             await self._flush(run, usage=result.usage, sync=self.durability != "os", only_if_needed=True)
         finally:
-            self._ahead = None
-            self._early.clear()
-            if self._writing:
-                self._writing = False
+            self._written.end_turn()
+            if self._written.writing:
+                self._written.writing = False
                 Sessions._writing_runs -= 1
 
     async def _flush(self, run: bandoneon.RunContext, *, sync: bool, usage: bandoneon.Usage | None = None, only_if_needed: bool = False) -> None:
         """Write what the transcript holds beyond what was written; ``sync``: flush it to disk.
         ``only_if_needed``: sync only if messages are written now or were written unsynced."""
         writer = self._open_writer()
+        written = self._written
         transcript = run.transcript
-        replaced = self._saved > len(transcript) or (self._saved and transcript[self._saved - 1] is not self._last_saved)
-        new = list(transcript) if replaced else transcript[self._saved :]
-        if self._early:
-            new = [m for m in new if m.role != "tool" or m.tool_call_id not in self._early]
+        count = written.count
+        replaced = count > len(transcript) or (count and transcript[count - 1] is not written.last)
+        new = list(transcript) if replaced else transcript[count:]
+        if written.early:
+            new = [m for m in new if m.role != "tool" or m.tool_call_id not in written.early]
         if not new and usage is None and not replaced and not writer.has_pending:
-            self._mark_saved(transcript)  # what is left was written already (results of calls written ahead)
+            written.mark(transcript)  # what is left was written already (results of calls written ahead)
             return
         if only_if_needed:
-            sync = sync and bool(new or replaced or self._unsynced)
+            sync = sync and bool(new or replaced or written.unsynced)
         # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
         # tool argument holding a key is stored without it, while the run goes on with the original.
         masked = run.agent.redact(new)
-        self._mark_saved(transcript)  # a batch that fails stays with the writer, which writes it again next time
-        if not self._writing:
-            self._writing = True
+        written.mark(transcript)  # a batch that fails stays with the writer, which writes it again next time
+        if not written.writing:
+            written.writing = True
             Sessions._writing_runs += 1
         if sync and not self._sync_on_loop(writer):
             await asyncio.to_thread(writer.append, masked, usage=usage, clear=bool(replaced), sync=True)
         else:  # a buffered write, or a fast flush, costs less than the hop to a thread
             writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
-        self._unsynced = self._unsynced and not sync
+        written.unsynced = not sync and (written.unsynced or bool(new))
 
     @staticmethod
     def _sync_on_loop(writer: SessionWriter) -> bool:
@@ -281,6 +272,31 @@ class Sessions(bandoneon.Plugin):
         from .cli import add_commands
 
         add_commands(subparsers)
+
+
+class _Written:
+    """How much of the agent's transcript is in the session. Plain slots, not attrs fields:
+    updated several times a turn, where an attrs ``__setattr__`` would cost more than the write."""
+
+    __slots__ = ("ahead", "count", "early", "last", "unsynced", "writing")
+
+    def __init__(self) -> None:
+        self.count = 0  # the transcript's first messages written
+        self.last: bandoneon.Message | None = None  # the last of them (a cleared history no longer ends with it)
+        #: This turn's assistant message when it was written before its tools ran, and the ids
+        #: of its calls whose results are written already (out of the transcript's order).
+        self.ahead: bandoneon.Message | None = None
+        self.early: set[str] = set()
+        self.unsynced = False  # messages written since the last flush to disk
+        self.writing = False  # this run counts in Sessions._writing_runs
+
+    def mark(self, transcript: list[bandoneon.Message]) -> None:
+        self.count = len(transcript)
+        self.last = transcript[-1] if transcript else None
+
+    def end_turn(self) -> None:
+        self.ahead = None
+        self.early.clear()
 
 
 def _last_assistant(transcript: list[bandoneon.Message]) -> bandoneon.Message | None:
