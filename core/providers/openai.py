@@ -143,7 +143,7 @@ class OpenAICompatible:
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         assembler = ChunkAssembler(on_delta, think_tags=self.wire.think_tags)
         try:
-            async with self._http.client().stream("POST", self._http.url("/chat/completions"), json=body) as response:
+            async with self._http.stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     raise classify_status(
                         response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name, self._http.json_limits

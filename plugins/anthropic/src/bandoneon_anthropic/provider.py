@@ -163,7 +163,7 @@ class AnthropicProvider:
 
         reader = _StreamReader(self.name, on_delta)
         try:
-            async with self._http.client().stream("POST", self._http.url("/messages"), json=body) as response:
+            async with self._http.stream("POST", "/messages", json=body) as response:
                 if response.status_code >= 400:
                     raise classify_status(response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name)
                 async for event, data in iter_sse(response):
