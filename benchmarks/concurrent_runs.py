@@ -1,6 +1,11 @@
 """N agent runs at once in one process against the loopback server; prints one JSON line.
 
     python benchmarks/concurrent_runs.py bandoneon|bare N
+
+Memory per session: the growth of this process's peak RSS from after the warm-up run (imports,
+the first connection) to the end, over N. It counts everything a session holds (for bandoneon
+its agent, its run, its share of the connection pool) plus allocator slack; the server is in
+its own process and not counted. Failed runs are counted in "errors", never dropped.
 """
 
 from __future__ import annotations
@@ -23,15 +28,14 @@ from sections import _bare_httpx_loop  # noqa: E402
 
 async def main(contender: str, count: int) -> dict:
     with serving() as base_url:
-        baseline_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         latencies: list[float] = []
-        errors = 0
         if contender == "bandoneon":
 
             def make_agent() -> bandoneon.Agent:
                 return bandoneon.Agent(f"openai-compatible:bench@{base_url}", tools=[scenarios.FORECAST_TOOL], context_files=False, context_window=128_000)
 
             await make_agent().run(scenarios.PROMPT)  # warm-up: imports done before the clock starts
+            baseline_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             agents = [make_agent() for _ in range(count)]
 
             async def one(index: int) -> None:
@@ -44,10 +48,11 @@ async def main(contender: str, count: int) -> dict:
 
             async with httpx.AsyncClient(verify=False) as warm:  # warm-up, as above
                 await _bare_httpx_loop(warm, base_url)
+            baseline_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
             async def one(index: int) -> None:
-                # One client per session, made when the session starts, as each bandoneon agent
-                # does (one client shared by a thousand connections spends its time in its pool).
+                # One client per session, made when the session starts: the simplest fast code
+                # (one httpx client shared by thousands of runs spends its time in its pool).
                 started = time.perf_counter()
                 async with httpx.AsyncClient(verify=False, timeout=120) as client:
                     assert await _bare_httpx_loop(client, base_url) == scenarios.ANSWER

@@ -324,7 +324,9 @@ def concurrency(scale: Scale) -> str:
         rows.append((contender, runs[len(runs) // 2], ""))
     lines = [
         f"## {scale.concurrent:,} concurrent runs in one process against the loopback server\n",
-        f"Median of {max(1, scale.rounds // 3)} rounds, contenders alternating.\n",
+        f"Median of {max(1, scale.rounds // 3)} rounds, contenders alternating, each in its own process; the server in a third. "
+        "The bare contender is an httpx loop with a client per session; bandoneon runs one agent per session with the default plugins. "
+        "RSS per session: growth of the peak RSS from after a warm-up run to the end, over the sessions (agents, runs, connections, allocator slack).\n",
         "| contender | runs/s | p50 | p99 | errors | peak RSS | RSS per session |",
         "|---|---|---|---|---|---|---|",
     ]
