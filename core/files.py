@@ -17,6 +17,7 @@ import importlib
 import os
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +102,13 @@ class AppendFile:
     is open, nobody else may append to the file (the caller holds a lock that says so).
     """
 
-    __slots__ = ("_end", "_fd", "_key")
+    __slots__ = ("__weakref__", "_closer", "_end", "_fd", "_key")
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = False):
         self._key = os.fspath(path)
         self._fd: int | None = os.open(self._key, os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0), 0o644)
+        # An owner that forgets close() (an agent dropped without closing) does not leak the descriptor.
+        self._closer = weakref.finalize(self, os.close, self._fd)
         try:
             pending_cut = _cut_before_next.get(self._key)
             if pending_cut is not None:
@@ -150,8 +153,8 @@ class AppendFile:
 
     def close(self) -> None:
         if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+            self._fd = None
+            self._closer()
 
     def __enter__(self) -> AppendFile:
         return self

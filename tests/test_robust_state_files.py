@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 from pathlib import Path
 
 import bandoneon
@@ -174,3 +175,18 @@ def test_a_pending_approval_is_whole_after_a_fault_at_every_write(sweep_dir, fau
             assert found is not None and found.answer is None, where
         else:
             assert found is None, where
+
+
+# ------------------------------------------------------------------ AppendFile
+
+
+def test_an_append_file_dropped_without_close_does_not_leak_its_descriptor(tmp_path):
+    path = tmp_path / "log"
+    path.write_bytes(b"")
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    for _ in range(50):
+        bandoneon.AppendFile(path).append(b"x\n", sync=False)  # never closed
+    gc.collect()
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) <= before + 1
+    assert path.read_bytes() == b"x\n" * 50
