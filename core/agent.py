@@ -186,7 +186,8 @@ class Agent(Generic[DepsT, OutputT]):
             ("context_window", context_window),
             ("output_retries", output_retries),
         ):
-            OPTION_RANGES[option].check(option, value)
+            if value is not None or option == "output_retries":  # None is "unset" for all the others
+                OPTION_RANGES[option].check(option, value)
         self.max_turns = max_turns if max_turns is not None else (self.config.max_turns or 25)
         self.run_timeout = run_timeout if run_timeout is not None else self.config.run_timeout
         self.tool_timeout = tool_timeout if tool_timeout is not None else self.config.tool_timeout
@@ -732,7 +733,9 @@ def _cancel_on_interrupt(agent: Agent[Any, Any], task: asyncio.Task[Any]) -> Ite
     it lands (which would leave the model generating on its worker thread); the yielded list
     becomes ``[True]`` when that happened. Only in the main thread, and only when SIGINT still
     has Python's default handler (an application's own handler is left alone)."""
-    import signal
+    # The C module, not ``signal``: its wrappers convert every handler through an Enum, which
+    # cost more than the rest of a reused agent's run_sync.
+    import _signal as signal
 
     interrupted: list[bool] = []
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:

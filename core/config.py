@@ -68,15 +68,16 @@ class Config:
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """The configuration at ``path`` (or the default location); an empty one if there is none."""
     explicit = path is not None or "BANDONEON_CONFIG" in os.environ
-    file = Path(path or os.environ.get("BANDONEON_CONFIG") or CONFIG_FILE)
+    location = path or os.environ.get("BANDONEON_CONFIG") or CONFIG_FILE
     try:
-        stat = file.stat()
+        stat = os.stat(location)
     except OSError:
         stat = None
     if stat is None or not S_ISREG(stat.st_mode):
         if explicit:
-            raise ConfigError(f"configuration file {str(file)!r} does not exist")
-        return Config()
+            raise ConfigError(f"configuration file {os.fspath(location)!r} does not exist")
+        return _EMPTY  # the common case of every Agent(): no file, nothing to build
+    file = Path(location)
     # Every Agent() reads the configuration: parse a file once until it changes.
     key = (str(file.absolute()), stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
     cached = _parsed.get(key[0])
@@ -91,6 +92,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
 
 
 _parsed: dict[str, tuple[tuple[str, int, int, int], Config]] = {}
+#: What an absent file says (Config is frozen, so one instance serves every agent).
+_EMPTY = Config()
 
 
 def _parse_config(file: Path) -> Config:

@@ -55,8 +55,11 @@ class _Declaration:
     is_async: bool
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class _Impl:
+    """One implementation bound to one agent's plugin instance. Built for every hook of every new
+    agent, so plain slots (a frozen class pays ``object.__setattr__`` per field); never changed."""
+
     plugin: str
     function: Callable[..., Any]
     argnames: tuple[str, ...]
@@ -82,9 +85,13 @@ def _process_wide_specs(specs: SpecModules) -> dict[str, Callable[..., Any]]:
     return {name: getattr(module, name) for module in specs for name in vars(module) if name in styles and styles[name].is_process_wide}
 
 
+_IMPL_MARKER = f"{PROJECT}_impl"
+
+
 def _has_instance_hooks(plugin: object) -> bool:
     """Implementations set on the instance itself: then the instance, not its class, is validated."""
-    return any(hasattr(value, f"{PROJECT}_impl") for value in getattr(plugin, "__dict__", {}).values())
+    own = getattr(plugin, "__dict__", None)
+    return bool(own) and any(hasattr(value, _IMPL_MARKER) for value in own.values())  # type: ignore[union-attr]
 
 
 _known: dict[tuple[object, SpecModules, bool], tuple[_Declaration, ...]] = {}
@@ -231,23 +238,25 @@ class Hooks:
         published = [m for m in map(published_hookspecs, self.plugins) if m is not None]
         self.specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
         self._styles = _styles(self.specs)
-        names = []
-        for plugin in self.plugins:
-            name = plugin_name(plugin)
+        names = [plugin_name(plugin) for plugin in self.plugins]
+        for plugin, name in zip(self.plugins, names, strict=True):
             if name in self._by_name:
                 raise ConfigError(f"plugin {name!r} is activated twice in one agent; pass it once")
             self._by_name[name] = plugin
-            names.append(name)
         self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
-        for hook, entries in _call_order(self.plugins, self.specs, process_wide).items():
-            impls = []
-            for position, declaration in entries:
-                plugin = self.plugins[position]
-                function = getattr(plugin, declaration.attribute)
-                if declaration.binds_class:
-                    function = types.MethodType(function, plugin)
-                impls.append(_Impl(names[position], function, declaration.argnames, declaration.kwargnames, declaration.is_async))
-            self._impls[hook] = tuple(impls)
+        plugins = self.plugins
+        for hook, entries in _call_order(plugins, self.specs, process_wide).items():
+            self._impls[hook] = tuple(
+                _Impl(
+                    names[position],
+                    types.MethodType(getattr(plugins[position], d.attribute), plugins[position]) if d.binds_class else getattr(plugins[position], d.attribute),
+                    d.argnames,
+                    d.kwargnames,
+                    d.is_async,
+                )
+                for position, d in entries
+            )
+        self._implemented = frozenset(hook for hook, impls in self._impls.items() if impls)
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -295,7 +304,7 @@ class Hooks:
 
     def implements(self, spec: Callable[..., Any]) -> bool:
         """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""
-        return bool(self._impls.get(spec.__name__))
+        return spec.__name__ in self._implemented
 
     def get(self, name: str) -> object | None:
         """The active plugin instance called ``name``, or None."""

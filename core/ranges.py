@@ -71,9 +71,16 @@ class Range:
     def contains(self, value: Any) -> bool:
         if value is None:
             return self.optional
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        kind = type(value)
+        # Exact int and float first: every plugin option of every new agent passes through here.
+        if kind is int:
+            pass
+        elif kind is float:
+            if value != value or (self.integer and not value.is_integer()):
+                return False
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             return False
-        if self.integer and not (isinstance(value, int) or float(value).is_integer()):
+        elif self.integer and not (isinstance(value, int) or float(value).is_integer()):
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
