@@ -759,11 +759,8 @@ def _cancel_on_interrupt(agent: Agent[Any, Any], task: asyncio.Task[Any]) -> Ite
 def _sync_loop() -> asyncio.AbstractEventLoop:
     import asyncio
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+    # _get_running_loop answers None where get_running_loop raises: no exception per call.
+    if asyncio._get_running_loop() is not None:
         raise RuntimeError("run_sync() cannot be called from a running event loop; use `await agent.run(...)`")
     loop = getattr(_thread_state, "loop", None)
     if loop is None or loop.is_closed():

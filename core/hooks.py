@@ -91,7 +91,11 @@ _IMPL_MARKER = f"{PROJECT}_impl"
 def _has_instance_hooks(plugin: object) -> bool:
     """Implementations set on the instance itself: then the instance, not its class, is validated."""
     own = getattr(plugin, "__dict__", None)
-    return bool(own) and any(hasattr(value, _IMPL_MARKER) for value in own.values())  # type: ignore[union-attr]
+    if not own:
+        return False
+    # pluggy looks only at routines: a data attribute (most of an options instance) is skipped
+    # before the marker lookup, whose miss on a plain value costs an AttributeError.
+    return any(callable(value) and hasattr(value, _IMPL_MARKER) for value in own.values())
 
 
 _known: dict[tuple[object, SpecModules, bool], tuple[_Declaration, ...]] = {}
@@ -200,8 +204,8 @@ def _call_order(plugins: tuple[object, ...], specs: SpecModules, process_wide: b
 
     Worked out once per combination of plugin classes, so a new agent only binds its instances.
     """
-    kinds = tuple(p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins)
-    cacheable = not any(not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins)
+    kinds = tuple([p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins])
+    cacheable = not any([not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins])
     key = (kinds, specs, process_wide)
     found = _orders.get(key) if cacheable else None
     if found is not None:
@@ -246,7 +250,7 @@ class Hooks:
         self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
         plugins = self.plugins
         for hook, entries in _call_order(plugins, self.specs, process_wide).items():
-            self._impls[hook] = tuple(
+            self._impls[hook] = tuple([
                 _Impl(
                     names[position],
                     types.MethodType(getattr(plugins[position], d.attribute), plugins[position]) if d.binds_class else getattr(plugins[position], d.attribute),
@@ -255,8 +259,8 @@ class Hooks:
                     d.is_async,
                 )
                 for position, d in entries
-            )
-        self._implemented = frozenset(hook for hook, impls in self._impls.items() if impls)
+            ])
+        self._implemented = frozenset([hook for hook, impls in self._impls.items() if impls])
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
