@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from bandoneon_guard import Redaction
 from bandoneon_guard.enforce import Enforcer
 from bandoneon_guard.policy import Policy
+from bandoneon_guard.screen import Screen, required_texts
 from bandoneon_guard.secrets import DEFAULT_SECRETS
 
 # Pieces of every default secret shape, and of text that only looks like one, mixed with noise.
@@ -39,3 +40,35 @@ def test_patterns_that_cannot_be_joined_are_applied_one_by_one():
     redactions = (*DEFAULT_SECRETS, doubled)
     text = "aaaa and sk-" + "b" * 24
     assert Enforcer(Policy(redactions=redactions), label="guard").redact(text) == "[x] and [openai-key masked]" == _one_by_one(redactions, text)
+
+
+# User patterns of every shape the screen reads: literals inside groups and branches, repeats,
+# case-insensitive parts (which it must not rely on), and patterns with no literal at all.
+_USER_PATTERNS = (
+    r"\b\d{8}[A-Z]\b",
+    r"(?i)secret-[a-z]+",
+    r"(?i:tok)en=\w+",
+    r"(?:api|auth)_key=[^\s&]+",
+    r"id(?:-x|_y|z)+\d",
+    r"[ab]c(?:de|f)[gh]",
+    r"x{2,}y",
+    r"(a|bc)(?=d)e",
+)
+_USER_PIECES = st.sampled_from(["TOKEN=", "token=", "Secret-", "api_key=", "auth_key=", "id-x", "_y", "z", "bcf", "acdeg", "xxy", "ad", "ade", "12345678", "Z"])
+_USER_TEXT = st.lists(st.one_of(_USER_PIECES, _PIECES, st.text(max_size=6)), max_size=25).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_USER_TEXT)
+def test_the_screen_passes_only_text_no_pattern_matches(text):
+    redactions = (*DEFAULT_SECRETS, *(Redaction(name=f"user-{i}", pattern=p, replacement="[x]") for i, p in enumerate(_USER_PATTERNS)))
+    if any(r.apply(text) != text for r in redactions):
+        assert Screen(redactions).may_match(text)
+    assert Enforcer(Policy(redactions=redactions), label="guard").redact(text) == _one_by_one(redactions, text)
+
+
+def test_the_needles_of_the_default_secrets_are_literal_texts_of_their_matches():
+    assert required_texts(r"\bsk-ant-[A-Za-z0-9_-]{20,}") == {"sk-ant-"}
+    assert required_texts(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@") == {"://"}
+    assert required_texts(r"(?i)secret") is None
+    assert required_texts(r"\b\d{8}[A-Z]\b") is None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import types
 import warnings
 import weakref
@@ -21,6 +20,7 @@ import bandoneon
 from .marking import UNTRUSTED_PROMPT, mark_untrusted
 from .policy import Policy
 from .rules import Redaction
+from .screen import Screen
 from .trifecta import TrifectaWarning, is_untrusted, trifecta_legs, trifecta_message
 
 __all__ = ["Enforcer"]
@@ -34,29 +34,23 @@ _MARKED = bandoneon.StashKey[set[str]]("guard.marked")  # tool calls whose resul
 _warned: weakref.WeakKeyDictionary[bandoneon.Agent, set[frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
-def _screen(redactions: tuple[Redaction, ...]) -> re.Pattern[str] | None:
-    """One alternation of every pattern: it matches where any of them does, so text it does not
-    match needs no redaction. Patterns that cannot be joined (backreferences, inline flags)
-    leave the screen off, and each pattern is applied as before."""
-    if not redactions:
-        return None
-    joined = "|".join(f"(?:{r.pattern})" for r in redactions)
-    if re.search(r"\\[1-9]|\(\?P=|\(\?[aiLmsux]+\)", joined):
-        return None
-    try:
-        return re.compile(joined)
-    except re.error:
-        return None
-
-
 class Enforcer:
     """Refuses, asks for approval, redacts and marks, as ``policy`` says."""
 
     def __init__(self, policy: Policy, *, label: str):
-        self.policy = policy
+        self._policy = policy
         self.label = label
-        self._untrusted: dict[str, tuple[bandoneon.Tool, Policy, bool]] = {}  # per tool, while tool and policy stay the same
-        self._plans: dict[tuple[str | None, tuple[Redaction, ...]], tuple[tuple[Redaction, ...], re.Pattern[str] | None]] = {}
+        self._untrusted: dict[str, tuple[bandoneon.Tool, bool]] = {}  # per tool name, while the tool stays the same
+        # Per tool name: keyed by the name alone (hashing the redaction table on every call
+        # cost more than the scan), which holds because the policy never changes.
+        self._plans: dict[str | None, tuple[tuple[Redaction, ...], Screen]] = {}
+        # Per agent: the tools its last prompt was worked out for, and whether one of them is untrusted.
+        self._offers_untrusted: weakref.WeakKeyDictionary[bandoneon.Agent, tuple[tuple[bandoneon.Tool, ...], bool]] = weakref.WeakKeyDictionary()
+
+    @property
+    def policy(self) -> Policy:
+        """The policy enforced, fixed for the enforcer's life (its plans are worked out from it)."""
+        return self._policy
 
     # ---------------------------------------------------------------- calls
 
@@ -98,33 +92,37 @@ class Enforcer:
     def redact(self, text: str, *, tool_name: str | None = None) -> str:
         """``text`` with the redactions for ``tool_name`` applied; every redaction when None."""
         redactions, screen = self._redactions_for(tool_name)
-        if not redactions or (screen is not None and screen.search(text) is None):
-            return text  # the common case: one scan of the text finds no secret shape at all
+        if not redactions or not screen.may_match(text):
+            return text  # the common case: a quick scan of the text finds no secret shape at all
         for redaction in redactions:
             text = redaction.apply(text)
         return text
 
-    def _redactions_for(self, tool_name: str | None) -> tuple[tuple[Redaction, ...], re.Pattern[str] | None]:
-        """The redactions that apply to ``tool_name``, and one pattern matching wherever any of
-        them would (None when they cannot be combined), worked out once per tool name."""
-        key = (tool_name, self.policy.redactions)
-        found = self._plans.get(key)
+    def _redactions_for(self, tool_name: str | None) -> tuple[tuple[Redaction, ...], Screen]:
+        """The redactions that apply to ``tool_name`` and the screen in front of them, worked
+        out once per tool name."""
+        found = self._plans.get(tool_name)
         if found is None:
-            chosen = tuple(r for r in self.policy.redactions if tool_name is None or r.applies_to(tool_name))
-            found = self._plans[key] = (chosen, _screen(chosen))
+            chosen = tuple(r for r in self._policy.redactions if tool_name is None or r.applies_to(tool_name))
+            found = self._plans[tool_name] = (chosen, Screen(chosen))
         return found
 
     def _is_untrusted(self, tool: bandoneon.Tool) -> bool:
         known = self._untrusted.get(tool.name)
-        if known is None or known[0] is not tool or known[1] is not self.policy:
-            known = self._untrusted[tool.name] = (tool, self.policy, is_untrusted(tool, (pattern for pattern, _ in self.policy.untrusted_tools)))
-        return known[2]
+        if known is None or known[0] is not tool:
+            known = self._untrusted[tool.name] = (tool, is_untrusted(tool, (pattern for pattern, _ in self._policy.untrusted_tools)))
+        return known[1]
 
     def prompt_section(self, agent: bandoneon.Agent) -> str | None:
-        """Explain the wrapper, but only to an agent that has a tool whose results get it."""
-        if any(self._is_untrusted(t) for t in agent.tools.values()):
-            return UNTRUSTED_PROMPT
-        return None
+        """Explain the wrapper, but only to an agent that has a tool whose results get it.
+
+        Asked every turn: the answer is kept per agent until its tools change (compared one by
+        one, by identity first, so a tool added, removed or replaced in place is seen)."""
+        tools = tuple(agent.tools.values())
+        known = self._offers_untrusted.get(agent)
+        if known is None or known[0] != tools:
+            known = self._offers_untrusted[agent] = (tools, any(self._is_untrusted(t) for t in tools))
+        return UNTRUSTED_PROMPT if known[1] else None
 
     # ---------------------------------------------------------------- the agent
 

@@ -122,16 +122,15 @@ class Guard(bandoneon.Plugin):
         if not answer.text:
             return None
         hosts: list[str] = []
+        link_hosts = self.link_hosts
 
         def clean(text: str) -> str:
-            text = self._enforcer.redact(text)
-            if self.link_hosts is None:
-                return text
-            checked = off_list_links(text, self.link_hosts)
+            checked = off_list_links(self._enforcer.redact(text), link_hosts)  # type: ignore[arg-type]  # set: this clean is only used then
             hosts.extend(host for host in checked.hosts if host not in hosts)
             return checked.text
 
-        text = clean_answer(answer.text, clean, is_typed=run.output is not None)
+        # Without link_hosts, cleaning is redaction alone: no closure to build per answer.
+        text = clean_answer(answer.text, self._enforcer.redact if link_hosts is None else clean, is_typed=run.output is not None)
         if hosts and self.off_list_links == "refuse":
             allowed = ", ".join(self.link_hosts or ()) or "none"
             return bandoneon.SendBack(
