@@ -24,7 +24,15 @@ from ._tokens import (
 log = logging.getLogger("bandoneon_compaction")
 
 
-_SIZES = bandoneon.StashKey[dict[int, tuple[Any, int]]]("compaction.sizes")  # each message's size, counted once per run
+@attrs.define
+class _Counted:
+    """The history counted so far in a run (its leading messages) and their tokens."""
+
+    messages: tuple[bandoneon.Message, ...]
+    tokens: int
+
+
+_COUNTED = bandoneon.StashKey[_Counted]("compaction.counted")  # the running count of this run's history
 _WARNED = bandoneon.StashKey[set[str]]("compaction.warned")  # what this run was already warned about
 
 
@@ -65,11 +73,13 @@ class Compaction(bandoneon.Plugin):
         self._counter: TokenCount = resolve_counter(self.count_tokens)
         # The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).
         self._tool_sizes: tuple[Any, int] | None = None
+        self._system_sizes: tuple[str, int] | None = None  # the same for the last system prompt
 
     def budget(self, window: int | None) -> int | None:
         """The window to fit in: the model's, or this plugin's ``window`` when smaller or alone."""
-        known = [w for w in (window, self.window) if w]
-        return min(known) if known else None
+        if window and self.window:
+            return min(window, self.window)
+        return window or self.window or None
 
     @bandoneon.hookimpl
     async def compact_history(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, window: int | None) -> bandoneon.Compacted | None:
@@ -116,19 +126,25 @@ class Compaction(bandoneon.Plugin):
         return bandoneon.Compacted(messages=tuple(messages), tokens_before=shrunk.tokens_before, tokens_after=after, removed=tuple(removed))
 
     def _fits(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int) -> bool:
-        """The common case, cheaply: sizes are remembered per message for the run, so a request
-        that fits costs only the new messages' count, not the whole history's again."""
-        sizes = run.stash.setdefault(_SIZES, {})
-        known = self._tool_sizes
-        if known is None or known[0] is not request.tools:  # the agent's tool schemas rarely change
-            known = self._tool_sizes = (request.tools, tool_tokens(request.tools, self._counter))
-        total = known[1] + system_tokens(request.system_prompt, self._counter)
-        for message in request.messages:
-            known = sizes.get(id(message))
-            if known is None or known[0] is not message:  # the message is kept, so its id is not reused
-                known = sizes[id(message)] = (message, message_tokens(message, self._counter))
-            total += known[1]
-        return total <= limit
+        """The common case, cheaply: a running count per run, so a request that fits costs only
+        its new messages' count, not the whole history's again."""
+        counted = run.stash.get(_COUNTED)
+        messages = request.messages
+        if counted is None or messages[: len(counted.messages)] != counted.messages:
+            # First call of the run, or the history was rewritten (compacted, an answer masked):
+            # count it all again. Equal messages count the same, so equal-but-new ones are kept.
+            counted = _Counted((), 0)
+            run.stash[_COUNTED] = counted
+        for message in messages[len(counted.messages) :]:
+            counted.tokens += message_tokens(message, self._counter)
+        counted.messages = tuple(messages)  # a tuple already; a list a plugin passed is copied
+        tools = self._tool_sizes
+        if tools is None or tools[0] is not request.tools:  # the agent's tool schemas rarely change
+            tools = self._tool_sizes = (request.tools, tool_tokens(request.tools, self._counter))
+        system = self._system_sizes
+        if system is None or system[0] != request.system_prompt:  # rebuilt per turn, mostly the same text
+            system = self._system_sizes = (request.system_prompt, system_tokens(request.system_prompt, self._counter))
+        return counted.tokens + tools[1] + system[1] <= limit
 
     def _clip(self, summary: bandoneon.Message) -> bandoneon.Message:
         """A model that ignores ``max_tokens`` must not blow the budget the summary was given."""
