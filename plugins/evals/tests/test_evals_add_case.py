@@ -111,6 +111,8 @@ def test_span_picks_the_run_of_that_span_and_a_bad_span_is_named(tmp_path, capsy
     trace = tmp_path / "trace.jsonl"
     failing_run(trace)
     bandoneon.Agent(ScriptedModel("Hello."), plugins=[Tracing(jsonl=str(trace))], context_files=False).run_sync("hi")
+    # Traces are written from a thread, in batches: write this process's queued ones now.
+    pytest.importorskip("bandoneon_tracing").flush()
     spans = [json.loads(line) for line in trace.read_text().splitlines()]
     weather_tool = next(s for s in spans if s["kind"] == "tool")
     picked = add_case(trace, tmp_path / "a.jsonl", span=weather_tool["span_id"][:10])

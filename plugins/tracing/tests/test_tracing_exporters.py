@@ -1,8 +1,11 @@
 """Exporters: JSONL file, OpenTelemetry (SDK in-memory exporter), OTLP endpoint down, opt-in only."""
 
+import asyncio
 import json
 import logging
 import socket
+import subprocess
+import sys
 import threading
 
 import bandoneon
@@ -38,7 +41,9 @@ def golf_agent(tracing, *replies):
 
 def test_the_jsonl_file_holds_one_span_per_line_and_reads_back(tmp_path, no_otel_env):
     path = tmp_path / "traces" / "golf.jsonl"
-    golf_agent(Tracing(jsonl=str(path))).run_sync("Hole 1")
+    tracing = Tracing(jsonl=str(path))
+    golf_agent(tracing).run_sync("Hole 1")
+    tracing.flush()  # the file is written from a thread, in batches; flush() writes it now
     lines = path.read_text().splitlines()
     assert len(lines) == 6
     spans = read_jsonl(path)
@@ -159,3 +164,31 @@ def test_an_otlp_endpoint_that_is_down_drops_spans_with_a_warning_and_the_agent_
     assert result.text == "Holed out in 2"
     assert "span(s) dropped" in caplog.text
     assert len(tracing.traces) == 1  # the local copy is still there
+
+
+def test_closing_the_agent_writes_the_queued_traces(tmp_path, no_otel_env):
+    path = tmp_path / "golf.jsonl"
+    agent = golf_agent(Tracing(jsonl=str(path)), *[step for _ in range(3) for step in (call("iron", meters=150), "Holed out in 2")])
+
+    async def play():
+        for hole in range(3):
+            await agent.run(f"Hole {hole}")
+        await agent.aclose()
+
+    asyncio.run(play())
+    assert len(path.read_text().splitlines()) == 18
+
+
+def test_a_process_that_exits_without_closing_loses_no_trace(tmp_path):
+    path = tmp_path / "exit.jsonl"
+    script = (
+        "import bandoneon\n"
+        "from bandoneon.testing import ScriptedModel\n"
+        "from bandoneon_tracing import Tracing\n"
+        f"agent = bandoneon.Agent(ScriptedModel('a', 'b'), plugins=[Tracing(jsonl={str(path)!r}, otel=False)], context_files=False)\n"
+        "agent.run_sync('one')\n"
+        "agent.run_sync('two')\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    spans = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [s["kind"] for s in spans].count("run") == 2

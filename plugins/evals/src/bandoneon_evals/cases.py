@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,17 @@ def parse_expect(items: Sequence[str]) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- reading traces
 
 
+def _written_traces() -> None:
+    """Write the traces this process still queues: the tracing plugin writes its JSONL file
+    from a thread, in batches, so a run that just ended may not be in the file yet. Through
+    ``sys.modules``: evals needs the tracing plugin neither installed nor imported."""
+    tracing = sys.modules.get("bandoneon_tracing")
+    if tracing is not None:
+        tracing.flush()
+
+
 def _first_record(path: Path) -> dict[str, Any]:
+    _written_traces()
     try:
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):

@@ -8,6 +8,7 @@ from .pricing import Price, PriceTable, cost_of
 from .redaction import Redactor
 from .show import render_html, render_text
 from .spans import Span, SpanEvent
+from .writer import flush_all as flush
 
 __all__ = [
     "Exporter",
@@ -21,6 +22,7 @@ __all__ = [
     "TraceFileError",
     "Tracing",
     "cost_of",
+    "flush",
     "read_jsonl",
     "render_html",
     "render_text",

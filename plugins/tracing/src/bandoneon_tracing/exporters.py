@@ -1,8 +1,10 @@
 """Where finished traces go: memory (for tests and notebooks) and a JSONL file.
 
 An exporter is anything with ``export(spans)``; ``shutdown()`` is optional. Exporters get
-one whole trace per call, when its root run ends. An exporter that raises is logged and
-skipped: a broken trace store never breaks the agent.
+one whole trace per call, when its root run ends (on the event loop: an exporter that does
+I/O queues the trace for a thread, as the JSONL and OpenTelemetry ones do). An exporter that
+raises is logged and skipped: a broken trace store never breaks the agent. ``flush()``, when
+an exporter has it, is called when an agent closes.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import collections
 import fcntl
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .spans import Span
+from .writer import flush_all, schedule
 
 __all__ = ["Exporter", "InMemoryExporter", "JsonlExporter", "read_jsonl"]
 
@@ -48,28 +52,52 @@ class InMemoryExporter:
 
 
 class JsonlExporter:
-    """Appends one JSON line per span to ``path``.
+    """Appends one JSON line per span to ``path``, off the event loop.
 
-    A whole trace is written with one ``write`` on an ``O_APPEND`` descriptor under an
-    exclusive ``flock``, so traces from concurrent agents or processes never interleave and
-    a crash leaves whole lines behind (at worst, a missing trace, never half a line of one).
+    ``export`` only queues the trace; the tracing writer thread (``writer``) serializes the
+    queued traces and appends them in batches, each batch with one ``write`` on an
+    ``O_APPEND`` descriptor under an exclusive ``flock``, so traces from concurrent agents or
+    processes never interleave and a crash leaves whole lines behind (at worst, missing
+    traces, never half a line of one). ``flush()`` writes what is queued now, in the caller.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        self._pending: collections.deque[Sequence[Span]] = collections.deque()
+        self._lock = threading.Lock()  # one batch at a time, so traces keep their order
 
     def export(self, spans: Sequence[Span]) -> None:
-        data = "".join(json.dumps(span.to_json(), ensure_ascii=False, default=str) + "\n" for span in spans).encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-        finally:
-            os.close(fd)
+        self._pending.append(spans)
+        schedule(self)
+
+    def flush(self) -> None:
+        with self._lock:
+            pending = self._pending
+            if not pending:
+                return
+            traces = [pending.popleft() for _ in range(len(pending))]
+            encode = _ENCODER.encode
+            data = "".join(encode(span.to_json()) + "\n" for spans in traces for span in spans).encode()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            finally:
+                os.close(fd)
+
+    def forget_pending(self) -> None:
+        """Drop the queue (a forked child: its parent writes these traces)."""
+        self._pending.clear()
+
+    def __repr__(self) -> str:
+        return f"JsonlExporter({str(self.path)!r})"
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 class TraceFileError(ValueError):
@@ -77,7 +105,11 @@ class TraceFileError(ValueError):
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Span]:
-    """Every span of a JSONL trace file. Raises ``TraceFileError`` naming the bad line."""
+    """Every span of a JSONL trace file. Raises ``TraceFileError`` naming the bad line.
+
+    Traces this process has queued are written first, so a trace is readable once its run ended.
+    """
+    flush_all()
     spans: list[Span] = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):

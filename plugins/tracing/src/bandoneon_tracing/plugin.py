@@ -78,6 +78,18 @@ class Tracing(bandoneon.Plugin):
         """The last traces kept in memory, oldest first."""
         return list(self.memory.traces)
 
+    def flush(self) -> None:
+        """Write what the exporters still queue (the JSONL file's batch) now. Called when an
+        agent closes; at interpreter exit the writer does it anyway."""
+        for sink in self._sinks:
+            flush = getattr(sink, "flush", None)
+            if flush is None:
+                continue
+            try:
+                flush()
+            except Exception as exc:  # as in _export: never break the agent
+                log.warning("tracing: exporter %r failed to flush: %s: %s", sink, type(exc).__name__, exc)
+
     def _export(self, spans: list[Span]) -> None:
         for sink in self._sinks:
             try:
@@ -100,6 +112,10 @@ class Tracing(bandoneon.Plugin):
     def agent_created(self, agent: bandoneon.Agent) -> None:
         if self.hook_timing:
             agent.profile_hooks(keep_calls=True)
+
+    @bandoneon.hookimpl
+    def agent_closed(self, agent: bandoneon.Agent) -> None:
+        self.flush()
 
     @bandoneon.hookimpl(trylast=True)
     def after_tool_execution(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
