@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 import warnings
 from typing import ClassVar
@@ -157,6 +158,33 @@ def test_a_skill_broken_while_running_is_left_out_with_a_warning_and_the_run_goe
     with pytest.warns(SkillWarning, match="no frontmatter.*left out until it is fixed"):
         result = agent.run_sync("hi")
     assert result.ok and "`trays`" in model.requests[1].system_prompt and "`cakes`" not in model.requests[1].system_prompt
+
+
+def test_a_skill_md_added_to_a_folder_that_had_none_is_seen_by_the_next_run(skills_dir, write_skill):
+    write_skill(skills_dir, "cakes")
+    (skills_dir / "trays").mkdir()
+    model = ScriptedModel("first", "second")
+    agent = agent_with(Skills(folders=[skills_dir], packs=[]), model=model)
+    agent.run_sync("hi")
+    write_skill(skills_dir, "trays")
+    agent.run_sync("hi again")
+    assert "`trays`" not in model.requests[0].system_prompt
+    assert "`trays`" in model.requests[1].system_prompt
+
+
+def test_a_run_with_nothing_changed_stats_the_root_and_each_skill_md_once(skills_dir, write_skill, monkeypatch):
+    import bandoneon_skills.sources as sources
+
+    for name in ("cakes", "trays", "quotes"):
+        write_skill(skills_dir, name)
+    agent = agent_with(Skills(folders=[skills_dir], packs=[]), model=ScriptedModel("first", "second"))
+    agent.run_sync("hi")
+    stats: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(sources.os, "stat", lambda path, *a, **k: stats.append(os.fspath(path)) or real_stat(path, *a, **k))
+    agent.run_sync("hi again")
+    monkeypatch.undo()
+    assert sorted(stats) == sorted([str(skills_dir), *(str(skills_dir / n / "SKILL.md") for n in ("cakes", "trays", "quotes"))])
 
 
 def test_an_unchanged_file_is_not_read_again(skills_dir, write_skill, monkeypatch):

@@ -3,8 +3,11 @@
 A source is anything with a ``label`` and a ``scan()`` that returns the skills it has *now*
 and the problems it found. Sources are scanned at the start of every run, so a folder source
 keeps a cache keyed by each file's stat: an unchanged SKILL.md is never read twice, and when
-no stat changed at all (the root, every skill folder, every SKILL.md) the last scan's result
-object is returned as is, so the library can skip its merge (a few ``stat`` calls per run).
+no stat changed at all the last scan's result object is returned as is, so the library can skip
+its merge. An unchanged folder costs one ``stat`` per SKILL.md plus one for the root (a skill
+folder added, removed or renamed); a skill folder is watched itself only while it has no
+SKILL.md (one added there is seen), as a SKILL.md's own stat already shows it edited, replaced
+or gone.
 """
 
 from __future__ import annotations
@@ -87,16 +90,32 @@ class FolderSource:
 
     def scan(self) -> tuple[list[Skill], list[str]]:
         with self._lock:
-            fingerprint = tuple(_stat_key(path) for path in self._watched)
-            if self._last is not None and fingerprint == self._fingerprint:
+            if self._last is not None and self._unchanged():
                 return self._last
             self._last = self._scan()
             # What a change would show in: the root (a folder added, removed or renamed), each
-            # skill folder (a SKILL.md added or removed) and each SKILL.md (edited).
+            # SKILL.md (edited, replaced or removed), and each skill folder without one (added).
             root = str(self.root)
-            self._watched = (root, *(os.path.join(root, name) for name in self._folders), *(str(p) for p in self._cache))
+            with_skill_md = {path.parent.name for path in self._cache}
+            bare = [os.path.join(root, name) for name in self._folders if name not in with_skill_md]
+            self._watched = (root, *bare, *(str(path) for path in self._cache))
             self._fingerprint = tuple(_stat_key(path) for path in self._watched)
             return self._last
+
+    def _unchanged(self) -> bool:
+        """Whether every watched path still has the stat it had after the last scan (one
+        ``stat`` each, stopping at the first that changed)."""
+        stat = os.stat
+        for path, key in zip(self._watched, self._fingerprint, strict=True):
+            try:
+                found = stat(path)
+            except OSError:
+                if key is not None:
+                    return False
+                continue
+            if key is None or key != (found.st_mtime_ns, found.st_ctime_ns, found.st_size):
+                return False
+        return True
 
     def _scan(self) -> tuple[list[Skill], list[str]]:
         self._folders = []
