@@ -181,7 +181,14 @@ def test_a_run_with_nothing_changed_stats_the_root_and_each_skill_md_once(skills
     agent.run_sync("hi")
     stats: list[str] = []
     real_stat = os.stat
-    monkeypatch.setattr(sources.os, "stat", lambda path, *a, **k: stats.append(os.fspath(path)) or real_stat(path, *a, **k))
+
+    def counting_stat(path, *args, **kwargs):
+        # Only this folder's paths: os.stat is the process's, other threads may stat other files.
+        if os.fspath(path).startswith(str(skills_dir)):
+            stats.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(sources.os, "stat", counting_stat)
     agent.run_sync("hi again")
     monkeypatch.undo()
     assert sorted(stats) == sorted([str(skills_dir), *(str(skills_dir / n / "SKILL.md") for n in ("cakes", "trays", "quotes"))])
