@@ -486,7 +486,7 @@ class Agent(Generic[DepsT, OutputT]):
         await self._emit(run, event)
 
     async def _emit(self, run: RunContext | None, event: Event) -> None:
-        for key in (event.name, "*"):
+        for key in (event.name, "*") if self._listeners else ():
             for listener in self._listeners.get(key, ()):
                 try:
                     outcome = listener(event)
@@ -525,7 +525,7 @@ class Agent(Generic[DepsT, OutputT]):
             deps=deps,
             parent=parent,
             wants_events=bool(listeners) or self.hooks.implements(hookspecs.on_event),
-            wants_deltas=any(listeners.get(name) for name in _DELTA_EVENTS),
+            wants_deltas=bool(listeners) and any(listeners.get(name) for name in _DELTA_EVENTS),
             system_prompt=self._system_prompt(),
             output=self._output_spec(wanted),
         )

@@ -12,7 +12,7 @@ import functools
 import inspect
 import logging
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -424,44 +424,38 @@ class Hooks:
         return results if calls is _COLLECTING else None
 
     # -------- one typed method per core hook
+    # Each hands back ``_run``'s coroutine rather than awaiting it in one of its own: the caller
+    # awaits it the same way, and a run makes a dozen hook calls.
 
-    async def before_turn(self, run: RunContext) -> Stop | None:
-        answer: Stop | None = await self._run("before_turn", {"run": run})
-        return answer
+    def before_turn(self, run: RunContext) -> Awaitable[Stop | None]:
+        return self._run("before_turn", {"run": run})
 
-    async def before_provider_call(self, run: RunContext, request: ModelRequest) -> ModelRequest:
-        answer: ModelRequest = await self._run("before_provider_call", {"run": run, "request": request})
-        return answer
+    def before_provider_call(self, run: RunContext, request: ModelRequest) -> Awaitable[ModelRequest]:
+        return self._run("before_provider_call", {"run": run, "request": request})
 
-    async def before_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> Refuse | Respond | None:
-        answer: Refuse | Respond | None = await self._run("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments})
-        return answer
+    def before_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> Awaitable[Refuse | Respond | None]:
+        return self._run("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments})
 
-    async def after_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> ToolResult:
-        answer: ToolResult = await self._run("after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
-        return answer
+    def after_tool_execution(self, run: RunContext, call: ToolCall, tool: Tool | None, result: ToolResult) -> Awaitable[ToolResult]:
+        return self._run("after_tool_execution", {"run": run, "call": call, "tool": tool, "result": result})
 
-    async def tool_result_ready(self, run: RunContext, result: ToolResult) -> None:
-        await self._run("tool_result_ready", {"run": run, "result": result})
+    def tool_result_ready(self, run: RunContext, result: ToolResult) -> Awaitable[None]:
+        return self._run("tool_result_ready", {"run": run, "result": result})
 
-    async def after_turn(self, run: RunContext, turn: Turn) -> None:
-        await self._run("after_turn", {"run": run, "turn": turn})
+    def after_turn(self, run: RunContext, turn: Turn) -> Awaitable[None]:
+        return self._run("after_turn", {"run": run, "turn": turn})
 
-    async def should_stop(self, run: RunContext, turn: Turn) -> Stop | None:
-        answer: Stop | None = await self._run("should_stop", {"run": run, "turn": turn})
-        return answer
+    def should_stop(self, run: RunContext, turn: Turn) -> Awaitable[Stop | None]:
+        return self._run("should_stop", {"run": run, "turn": turn})
 
-    async def compact_history(self, run: RunContext, request: ModelRequest, window: int | None) -> Compacted | None:
-        answer: Compacted | None = await self._run("compact_history", {"run": run, "request": request, "window": window})
-        return answer
+    def compact_history(self, run: RunContext, request: ModelRequest, window: int | None) -> Awaitable[Compacted | None]:
+        return self._run("compact_history", {"run": run, "request": request, "window": window})
 
-    async def retry_delay(self, run: RunContext, error: Exception, attempt: int) -> Retry | None:
-        answer: Retry | None = await self._run("retry_delay", {"run": run, "error": error, "attempt": attempt})
-        return answer
+    def retry_delay(self, run: RunContext, error: Exception, attempt: int) -> Awaitable[Retry | None]:
+        return self._run("retry_delay", {"run": run, "error": error, "attempt": attempt})
 
-    async def wrap_up(self, run: RunContext, stop: Stop) -> Message | None:
-        answer: Message | None = await self._run("wrap_up", {"run": run, "stop": stop})
-        return answer
+    def wrap_up(self, run: RunContext, stop: Stop) -> Awaitable[Message | None]:
+        return self._run("wrap_up", {"run": run, "stop": stop})
 
     async def check_answer(self, run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack:
         """Chained rewrites of the answer (as the spec declares); the first ``SendBack`` ends the
@@ -480,21 +474,20 @@ class Hooks:
                 answer = verdict
         return answer
 
-    async def system_prompt_sections(self, run: RunContext) -> list[str]:
-        answer: list[str] = await self._run("system_prompt_sections", {"run": run})
-        return answer
+    def system_prompt_sections(self, run: RunContext) -> Awaitable[list[str]]:
+        return self._run("system_prompt_sections", {"run": run})
 
-    async def before_run(self, run: RunContext) -> None:
-        await self._run("before_run", {"run": run})
+    def before_run(self, run: RunContext) -> Awaitable[None]:
+        return self._run("before_run", {"run": run})
 
-    async def after_run(self, run: RunContext, result: RunResult) -> None:
-        await self._run("after_run", {"run": run, "result": result})
+    def after_run(self, run: RunContext, result: RunResult) -> Awaitable[None]:
+        return self._run("after_run", {"run": run, "result": result})
 
-    async def on_event(self, run: RunContext | None, event: Event) -> None:
-        await self._run("on_event", {"run": run, "event": event})
+    def on_event(self, run: RunContext | None, event: Event) -> Awaitable[None]:
+        return self._run("on_event", {"run": run, "event": event})
 
-    async def agent_closed(self, agent: Agent[Any, Any]) -> None:
-        await self._run("agent_closed", {"agent": agent})
+    def agent_closed(self, agent: Agent[Any, Any]) -> Awaitable[None]:
+        return self._run("agent_closed", {"agent": agent})
 
     def agent_created(self, agent: Agent[Any, Any]) -> None:
         self.call_sync(hookspecs.agent_created, agent=agent)
