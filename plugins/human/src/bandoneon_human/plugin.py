@@ -95,6 +95,8 @@ class Human(bandoneon.Plugin):
             return list(self._corrections)
 
     def _take_corrections(self) -> str | None:
+        if not self._corrections:  # every tool call asks: no lock when nothing is queued (a
+            return None  # correction queued just after this is taken at the next call, as if it came then)
         with self._lock:
             taken, self._corrections[:] = list(self._corrections), []
         return "\n".join(taken) if taken else None
@@ -123,7 +125,9 @@ class Human(bandoneon.Plugin):
     def needs_approval(self, tool: bandoneon.Tool) -> bool:
         if tool.name == self.ask_tool:
             return False
-        return tool.needs_approval or any(fnmatch.fnmatchcase(tool.name, pattern) for pattern in self.approve)
+        if tool.needs_approval:
+            return True
+        return bool(self.approve) and any(fnmatch.fnmatchcase(tool.name, pattern) for pattern in self.approve)
 
     @bandoneon.hookimpl
     async def before_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
@@ -326,7 +330,7 @@ class Human(bandoneon.Plugin):
     @bandoneon.hookimpl(trylast=True)
     def after_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, result: bandoneon.ToolResult) -> None:
         """A resumed approved call returned: keep its result in the pause file (see ``_resumed_answer``)."""
-        if call.id not in self._state(run).get("resumed_calls", ()) or not self.pause_file:
+        if not self.pause_file or call.id not in self._state(run).get("resumed_calls", ()):
             return None
         pending = read_pending(self.pause_file)
         if pending is not None and pending.answer is not None:
@@ -336,7 +340,7 @@ class Human(bandoneon.Plugin):
     @bandoneon.hookimpl
     def after_run(self, run: RunContext) -> None:
         """The run that used a resumed approval is over (its turns are saved): the pause file is used up."""
-        if self._state(run).get("resumed_calls") and self.pause_file:
+        if self.pause_file and self._state(run).get("resumed_calls"):
             consume_pending(self.pause_file)
 
     def resume_prompt(self) -> str | None:
