@@ -4,6 +4,8 @@ Everything a user or a plugin author needs is importable from here; the submodul
 private. See the README for the tour and ``bandoneon.hookspecs`` for every hook.
 """
 
+from typing import TYPE_CHECKING
+
 from .agent import Agent
 from .config import Config, load_config
 from .context import RunContext
@@ -92,6 +94,11 @@ from .stash import Stash, StashKey
 from .text import plural
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
+
+if TYPE_CHECKING:  # loaded on first use at run time (see __getattr__); typed for the checker
+    from .providers import openai_wire
+    from .providers.openai import OpenAICompatible
+    from .providers.openai_wire import ChunkAssembler, WireOptions
 
 __version__ = "0.1.0"
 

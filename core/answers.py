@@ -95,7 +95,7 @@ def rewrite_history(run: RunContext, old: str | None, new: str) -> None:
                 history[index] = attrs.evolve(message, content=new)
             elif old is not None and any(c.name == OUTPUT_TOOL and c.arguments == old for c in message.tool_calls):
                 calls = tuple(ToolCall(c.id, c.name, new) if c.name == OUTPUT_TOOL and c.arguments == old else c for c in message.tool_calls)
-                history[index] = attrs.evolve(message, tool_calls=calls)  # type: ignore[arg-type]  # converter=tuple is untyped for the attrs plugin
+                history[index] = attrs.evolve(message, tool_calls=calls)
             break
 
 

@@ -8,8 +8,8 @@ Wire formats live in the providers, never here.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -53,6 +53,17 @@ class Thinking:
     is_redacted: bool = False
 
 
+if TYPE_CHECKING:
+    # mypy's attrs plugin types a field's __init__ parameter by its converter's first
+    # parameter, and the builtin tuple's has no item type; the checker sees these typed twins,
+    # the run time the builtin itself (no extra call per message).
+    def _tool_calls(items: Iterable[ToolCall], /) -> tuple[ToolCall, ...]: ...
+    def _thinking(items: Iterable[Thinking], /) -> tuple[Thinking, ...]: ...
+    def _parts(items: Iterable[Part], /) -> tuple[Part, ...]: ...
+else:
+    _tool_calls = _thinking = _parts = tuple
+
+
 @attrs.frozen
 class Message:
     """One entry of the history.
@@ -65,12 +76,12 @@ class Message:
 
     role: Role
     content: str = ""
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
-    thinking: tuple[Thinking, ...] = attrs.field(default=(), converter=tuple)
-    parts: tuple[Part, ...] = attrs.field(default=(), converter=tuple)
+    thinking: tuple[Thinking, ...] = attrs.field(default=(), converter=_thinking)
+    parts: tuple[Part, ...] = attrs.field(default=(), converter=_parts)
 
     @classmethod
     def user(cls, content: str, parts: Sequence[Part] = ()) -> Message:

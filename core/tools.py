@@ -36,6 +36,11 @@ class ArgumentsError(Exception):
     """The model's arguments do not fit the tool. The message is written for the model."""
 
 
+def _examples(items: Iterable[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    """The converter of ``Tool.examples`` (the builtin ``tuple`` has no item type for mypy)."""
+    return tuple(items)
+
+
 @attrs.frozen(eq=False)
 class Tool:
     """A function the model may call, with the card it reads.
@@ -58,7 +63,7 @@ class Tool:
     capabilities: frozenset[str] = frozenset()
     timeout: float | None = None
     rerunnable: bool = True
-    examples: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=tuple)
+    examples: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_examples)
     _arguments_class: type | None = None
     _context_parameter: str | None = None
     _is_async: bool = False
@@ -87,7 +92,7 @@ class Tool:
         if self._arguments_class is None:
             return data
         try:
-            structured = structure(data, self._arguments_class)
+            structured: Any = structure(data, self._arguments_class)
         except StructureError as exc:
             raise ArgumentsError(f"Invalid arguments for {self.name}: " + " ".join(exc.problems)) from None
         return {f.name: getattr(structured, f.name) for f in attrs.fields(self._arguments_class)}
@@ -158,7 +163,20 @@ def to_text(value: Any) -> str:
 
 
 @overload
-def tool(function: F, /) -> Tool: ...
+def tool(
+    function: F,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    terminal: bool = False,
+    needs_approval: bool = False,
+    untrusted_output: bool = False,
+    capabilities: Iterable[str] = (),
+    timeout: float | None = None,
+    rerunnable: bool = True,
+    examples: Iterable[Mapping[str, Any]] = (),
+) -> Tool: ...
 
 
 @overload

@@ -6,10 +6,15 @@ The OpenAI-compatible provider and its wire format are imported on first use, so
 that never talk to such a server (a scripted model, the embedded one) do not load them.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import DeltaCallback, Provider, model_at, register_provider, resolve_model
 from .http import HttpClient, classify_status, iter_sse, parse_retry_after, read_json
+
+if TYPE_CHECKING:  # loaded on first use at run time (see __getattr__); typed for the checker
+    from . import openai_wire
+    from .openai import OpenAICompatible
+    from .openai_wire import ChunkAssembler, WireOptions
 
 __all__ = [
     "ChunkAssembler",

@@ -31,14 +31,19 @@ class DatasetError(ValueError):
     """A dataset file cannot be read; the message says where."""
 
 
+def _strings(items: Iterable[str]) -> tuple[str, ...]:
+    """The converter of a case's string lists (the builtin ``tuple`` has no item type for mypy)."""
+    return tuple(items)
+
+
 @attrs.frozen
 class Case:
     id: str
     input: str
     expected: Any = None
-    tags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
-    attachments: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    attachments: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     def prompt(self) -> bandoneon.Prompt:
         """What the agent is asked: the input, with the attachments read from disk after it."""

@@ -156,9 +156,9 @@ class Report:
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         lines.insert(len(lines) - 1, "  ".join("-" * w for w in widths))
-        summary = f"pass rate {self.pass_rate:.0%} ({t['passed']} passed, {t['failed']} failed, {t['errored']} errored of {t['runs']} runs)"
+        verdict = f"pass rate {self.pass_rate:.0%} ({t['passed']} passed, {t['failed']} failed, {t['errored']} errored of {t['runs']} runs)"
         problems = [f"  {r.case_id}#{r.repeat}: {r.error}" for r in self.runs if r.error]
-        return "\n".join([self.title, *lines, summary, *(["errors:", *problems] if problems else [])]) + "\n"
+        return "\n".join([self.title, *lines, verdict, *(["errors:", *problems] if problems else [])]) + "\n"
 
     @property
     def title(self) -> str:

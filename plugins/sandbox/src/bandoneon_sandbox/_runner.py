@@ -139,6 +139,7 @@ async def run_in_box(plan: BoxPlan, code: str, cap: ProcessGroupCap | None = Non
             os.close(fd)
 
     out, err = _Capture(plan.limits.max_output_bytes), _Capture(plan.limits.max_output_bytes)
+    assert process.stdout is not None and process.stderr is not None  # both are pipes (above)
     readers = [asyncio.ensure_future(out.drain(process.stdout)), asyncio.ensure_future(err.drain(process.stderr))]
     timed_out = False
     try:

@@ -68,7 +68,7 @@ class Library:
     _problems: list[str] = attrs.field(factory=list, init=False)
     _reported: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
-    _scans: list[object] | None = attrs.field(default=None, init=False)
+    _scans: list[tuple[list[Skill], list[str]]] | None = attrs.field(default=None, init=False)
 
     def refresh(self, *, report_problems: bool = True) -> dict[str, Skill]:
         """Re-scan every source (unchanged files come from cache) and merge the layers.

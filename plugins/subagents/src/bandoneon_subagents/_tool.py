@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import attrs
 
@@ -121,7 +121,7 @@ class _Subagent:
         except bandoneon.BandoneonError as exc:
             raise bandoneon.ToolError(f"{self.name} could not be started: {exc}") from None
         spent: list[bandoneon.Usage] = []
-        child.on("run_end", lambda event: spent.append(event.usage))
+        child.on("run_end", lambda event: spent.append(cast(bandoneon.RunEnd, event).usage))
         if self.forward_events and run.wants_events:
             self._forward(child, run)
         try:

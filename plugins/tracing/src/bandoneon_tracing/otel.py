@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import bandoneon
 
@@ -59,13 +59,14 @@ class OtelExporter:
     def __init__(self, *, span_exporter: Any = None, tracer_provider: Any = None, batch: bool = False):
         sdk_trace = _sdk()
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
         if tracer_provider is None:
             tracer_provider = sdk_trace.TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "bandoneon")}))
             if span_exporter is not None:
                 processor_class = BatchSpanProcessor if batch else SimpleSpanProcessor
-                tracer_provider.add_span_processor(processor_class(_WarnOnFailure(span_exporter)))
+                # _WarnOnFailure is a SpanExporter by shape (the SDK is imported lazily, so not by base class)
+                tracer_provider.add_span_processor(processor_class(cast(SpanExporter, _WarnOnFailure(span_exporter))))
         self.provider = tracer_provider
         self._tracer = tracer_provider.get_tracer("bandoneon_tracing", bandoneon.__version__)
 
