@@ -9,7 +9,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, Self, overload
 
 import attrs
 
@@ -532,13 +532,6 @@ class Agent(Generic[DepsT, OutputT]):
         run._emit = lambda event: self._emit(run, event)
         return run
 
-    @overload
-    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: None = None) -> RunResult[OutputT]: ...
-    @overload
-    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
-    @overload
-    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: object) -> RunResult[Any]: ...
-
     def _check_parts(self, parts: tuple[Part, ...]) -> None:
         """Every model of the list must read the parts: a fallback may take over mid-run."""
         for provider in self.models:
@@ -563,6 +556,13 @@ class Agent(Generic[DepsT, OutputT]):
             return output_spec(output_type, self.output_mode, self.output_retries, self.models, has_tools=key[1], limits=self.json_limits)
         spec = self._output_specs[key] = output_spec(output_type, self.output_mode, self.output_retries, self.models, has_tools=key[1], limits=self.json_limits)
         return spec
+
+    @overload
+    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: None = None) -> RunResult[OutputT]: ...
+    @overload
+    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: type[RunOutputT]) -> RunResult[RunOutputT]: ...
+    @overload
+    async def run(self, prompt: Prompt, *, deps: DepsT | None = None, parent: RunContext | None = None, output_type: object) -> RunResult[Any]: ...
 
     async def run(self, prompt: Prompt, *, deps: Any = None, parent: RunContext | None = None, output_type: Any = None) -> RunResult[Any]:
         """Run the loop on ``prompt`` until an exit; the history carries over to the next run.
@@ -601,7 +601,7 @@ class Agent(Generic[DepsT, OutputT]):
         if self.hooks.implements(hookspecs.agent_closed):
             await self.hooks.agent_closed(self)
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -640,7 +640,7 @@ class Agent(Generic[DepsT, OutputT]):
         task = loop.create_task(self.run(prompt, deps=deps, output_type=output_type))
         with _cancel_on_interrupt(self, task) as interrupted:
             try:
-                result = loop.run_until_complete(task)
+                result: RunResult[Any] = loop.run_until_complete(task)
             except asyncio.CancelledError:  # interrupted before the run's first step
                 if not interrupted:
                     raise

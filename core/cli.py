@@ -124,7 +124,7 @@ def _version() -> str:
     return f"bandoneon {__version__} (Python {sys.version.split()[0]})"
 
 
-def _help_when_called_alone(commands: argparse._SubParsersAction) -> None:
+def _help_when_called_alone(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``bandoneon memory`` alone prints memory's help, as ``bandoneon eval`` does: for every
     command with commands of its own, the plugins' included, instead of an argparse error."""
     for command in commands.choices.values():

@@ -39,7 +39,7 @@ OPTION_RANGES: dict[str, Range] = {
 }
 
 
-def _windows(instance: Any, attribute: attrs.Attribute, value: dict[str, int] | None) -> None:
+def _windows(instance: Any, attribute: attrs.Attribute[Any], value: dict[str, int] | None) -> None:
     for model, window in (value or {}).items():
         if ":" not in model:
             raise ConfigError(f"context_windows: key {model!r} must be 'PROVIDER:MODEL', like 'openai:gpt-4o'")

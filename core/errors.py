@@ -6,6 +6,8 @@ become exceptions: they are tool results. These are for the code that runs the a
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AuthError",
     "BadRequest",
@@ -81,7 +83,7 @@ class RateLimited(ProviderError):
 
     retryable = True
 
-    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs):
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any):
         super().__init__(message, **kwargs)
         self.retry_after = retry_after
 
@@ -91,7 +93,7 @@ class ServerError(ProviderError):
 
     retryable = True
 
-    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs):
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any):
         super().__init__(message, **kwargs)
         self.retry_after = retry_after
 
@@ -121,6 +123,6 @@ class StreamInterrupted(ProviderError):
     the request silently would show it twice. ``partial_text`` holds what arrived.
     """
 
-    def __init__(self, message: str, *, partial_text: str = "", **kwargs):
+    def __init__(self, message: str, *, partial_text: str = "", **kwargs: Any):
         super().__init__(message, **kwargs)
         self.partial_text = partial_text

@@ -96,7 +96,7 @@ async def run_loop(run: RunContext) -> RunResult:
     finally:
         _answer_every_call(run, stop.reason if stop else f"error: {type(error).__name__}")
         if error is not None:
-            result = RunResult(
+            failed: RunResult[Any] = RunResult(
                 stop="error",
                 text=None,
                 turns=run.turn,
@@ -107,7 +107,7 @@ async def run_loop(run: RunContext) -> RunResult:
                 run_id=run.run_id,
                 error=error,
             )
-            await _finish(run, result)
+            await _finish(run, failed)
     assert stop is not None
     text = final_text(run, stop)
     # Only an exit that delivers an answer has an output: an answer sent back, refused or

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["mask_error_message"]
@@ -20,6 +21,11 @@ __all__ = ["mask_error_message"]
 _URL_PASSWORD = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@")
 # ``password=...`` / ``pwd: ...`` pairs of libpq / ODBC style connection strings and configs.
 _KEY_VALUE_SECRET = re.compile(r"(?i)\b(password|passwd|pwd|secret|token|api[_-]?key)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s;,&'\"]+)")
+
+
+def _literally(text: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement that is ``text`` as it is (never read as a template)."""
+    return lambda _match: text
 
 
 def _prefixes(project: Path | None) -> list[tuple[str, str]]:
@@ -39,6 +45,6 @@ def mask_error_message(message: str, *, project: str | os.PathLike[str] | None =
     ``<project>``, and passwords inside URLs, DSNs and ``password=`` pairs replaced by ``***``."""
     for folder, shown in _prefixes(Path(project) if project is not None else None):
         # A whole path component only: /home/ana must not rewrite /home/anatole.
-        message = re.sub(re.escape(folder) + r"(?=[/\\\s'\":),]|$)", lambda _m, s=shown: s, message)
+        message = re.sub(re.escape(folder) + r"(?=[/\\\s'\":),]|$)", _literally(shown), message)
     message = _URL_PASSWORD.sub(r"\1:***@", message)
     return _KEY_VALUE_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}***", message)

@@ -139,7 +139,8 @@ class _Parser:
                 self.at += 2
             elif char == '"':
                 self.at += 1
-                return json.loads(self.text[start:self.at])
+                text: str = json.loads(self.text[start:self.at])
+                return text
             else:
                 self.at += 1
         if not keep_partial:

@@ -93,7 +93,7 @@ class Range:
         prefix = f"{owner}: " if owner else ""
         raise ConfigError(f"{prefix}{key} must be {self.describe()}, got {value!r}")
 
-    def __call__(self, instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def __call__(self, instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         """The attrs-validator form: the owner is the plugin's name (or the class name), looked
         up only when the value is refused (building an agent validates every option)."""
         if self.contains(value):

@@ -182,11 +182,12 @@ def _explain(exc: BaseException, data: Any, cls: Any, path: str = "", *, subject
         return problems
     if isinstance(exc, IterableValidationError):
         problems = []
-        with_notes, without = exc.group_exceptions()
-        for sub, note in with_notes:
-            item = data[note.index] if isinstance(data, list) and note.index < len(data) else None
-            problems.extend(_explain(sub, item, note.type, f"{path}[{note.index}]", subject=subject))
-        for sub in without:
+        items_with_notes, items_without = exc.group_exceptions()
+        for sub, item_note in items_with_notes:
+            index = item_note.index  # an int for a list (a str names a mapping's key)
+            item = data[index] if isinstance(data, list) and isinstance(index, int) and index < len(data) else None
+            problems.extend(_explain(sub, item, item_note.type, f"{path}[{item_note.index}]", subject=subject))
+        for sub in items_without:
             problems.extend(_explain(sub, data, cls, path, subject=subject))
         return problems
     where = f"Field {path!r}" if path else subject

@@ -113,11 +113,11 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
     elif to_run:
         for (index, *_), outcome in zip(to_run, await _run_together(run, to_run, pending), strict=True):
             results[index] = outcome
-    for result in results:
-        assert result is not None
-        run.append(result.to_message())
+    for finished in results:
+        assert finished is not None
+        run.append(finished.to_message())
     pending.clear()
-    return tuple(results)  # type: ignore[arg-type]
+    return tuple(results)  # type: ignore[arg-type]  # every slot is filled (asserted above)
 
 
 async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]], pending: dict[str, ToolResult]) -> list[ToolResult]:

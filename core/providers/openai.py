@@ -17,6 +17,7 @@ also takes ``MODEL@URL``. ``openai-compatible:MODEL@URL`` is any other server.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import (
@@ -197,7 +198,7 @@ def _stream_error(error: Any, provider: str, assembler: ChunkAssembler) -> Provi
     return ServerError(f"{provider}: the server reported an error in the stream: {message}", provider=provider)
 
 
-def _named_server(default_url: str, name: str, key_env: str | None = None, wire: WireOptions = PLAIN):
+def _named_server(default_url: str, name: str, key_env: str | None = None, wire: WireOptions = PLAIN) -> Callable[..., OpenAICompatible]:
     def factory(model: str, **options: Any) -> OpenAICompatible:
         model, _, url = model.rpartition("@") if "@" in model else (model, "", "")
         options.setdefault("base_url", url or default_url)

@@ -114,7 +114,8 @@ class HttpServer:
         self._server = await asyncio.start_server(
             self._serve_connection, host, port, backlog=_BACKLOG, limit=_MAX_LINE
         )
-        return self._server.sockets[0].getsockname()[1]
+        bound: int = self._server.sockets[0].getsockname()[1]
+        return bound
 
     async def close(self) -> None:
         if self._server is not None:

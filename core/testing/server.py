@@ -144,6 +144,11 @@ class MockLLMServer:
     ``stop``. ``model`` and ``embedding_dimensions`` may be set at any time.
     """
 
+    # Set by reset() (also from __init__), changed by respond_with() and model_info().
+    _responder: Responder | None
+    _context_window: int | None
+    _model_info_style: str | None
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -281,9 +286,9 @@ class MockLLMServer:
         with self._lock:
             self._queue: deque[Reply | Fault] = deque()
             self._requests: list[RecordedRequest] = []
-        self._responder: Responder | None = None
-        self._context_window: int | None = None
-        self._model_info_style: str | None = None
+        self._responder = None
+        self._context_window = None
+        self._model_info_style = None
         self._gates: list[asyncio.Event] = []
         self._tool_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
@@ -418,6 +423,7 @@ class MockLLMServer:
         self, recorded: RecordedRequest, dialect: Dialect, response: HttpResponse
     ) -> None:
         fault = await self._next_answer(recorded, takes_replies=False)
+        assert not isinstance(fault, Reply)  # takes_replies=False: faults only
         if fault is not None:
             await self._serve_fault(fault, recorded, dialect, response, is_stream=False)
             return
