@@ -14,7 +14,7 @@ import types
 from pathlib import Path
 
 from . import hookspecs
-from .markers import PROJECT, Calls, CallStyle, call_style
+from .markers import Calls, CallStyle, call_style, hookspecs_in
 from .plugins import installed_plugins, plugin_name, published_hookspecs
 
 __all__ = ["render"]
@@ -41,9 +41,7 @@ def _describe(style: CallStyle) -> str:
 
 def _section(module: types.ModuleType | type, level: str) -> list[str]:
     lines = []
-    for name, spec in vars(module).items():
-        if not (callable(spec) and hasattr(spec, f"{PROJECT}_spec")):
-            continue
+    for name, spec in hookspecs_in(module).items():
         arguments = ", ".join(inspect.signature(spec).parameters)
         lines += [f"{level} `{name}({arguments})`", "", f"*Calling style: {_describe(call_style(spec))}.*", ""]
         doc = (inspect.getdoc(spec) or "").replace(".. versionadded:: ", "*Added in ").splitlines()

@@ -22,9 +22,18 @@ import attrs
 
 from .config import Config
 from .hooks import Hooks
-from .plugins import PROJECT, _env_names, installed_plugins
+from .markers import call_style, hookspecs_in
+from .plugins import PROJECT, _env_names, installed_plugins, published_hookspecs
 
-__all__ = ["PluginRow", "plugin_rows"]
+__all__ = ["PluginRow", "PublishedHook", "plugin_rows"]
+
+
+@attrs.frozen
+class PublishedHook:
+    """A hook the plugin publishes for others to implement, and how it calls them."""
+
+    name: str
+    style: str
 
 
 @attrs.frozen
@@ -35,14 +44,29 @@ class PluginRow:
     state: str
     hooks: tuple[str, ...]
     import_ms: float | None
+    publishes: tuple[PublishedHook, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
 def implemented_hooks(cls: object) -> tuple[str, ...]:
-    """The hooks a plugin (class or module) implements: every attribute carrying the marker."""
-    return tuple(sorted(name for name in dir(cls) if hasattr(getattr(cls, name, None), f"{PROJECT}_impl")))
+    """The hooks a plugin (class or module) implements: every attribute carrying the marker,
+    by the hook's name (``@hookimpl(specname=...)`` names it when the attribute does not)."""
+    names = set()
+    for attribute in dir(cls):
+        options = getattr(getattr(cls, attribute, None), f"{PROJECT}_impl", None)
+        if options is not None:
+            names.add(options.get("specname") or attribute)
+    return tuple(sorted(names))
+
+
+def published_hooks(cls: object) -> tuple[PublishedHook, ...]:
+    """The hooks a plugin publishes (its ``hookspecs`` module), with their calling style."""
+    specs = published_hookspecs(cls)
+    if specs is None:
+        return ()
+    return tuple(PublishedHook(name, call_style(spec).short) for name, spec in hookspecs_in(specs).items())
 
 
 def model_prefix(config: Config) -> str:
@@ -105,15 +129,21 @@ def plugin_rows(config: Config) -> list[PluginRow]:
             state = "active (default)"
         else:
             state = "installed"
-        rows.append(PluginRow(name, distribution, version, state, implemented_hooks(cls), import_ms))
+        rows.append(PluginRow(name, distribution, version, state, implemented_hooks(cls), import_ms, published_hooks(cls)))
     return rows
 
 
 def format_table(rows: list[PluginRow]) -> str:
-    """The rows as an aligned table with a header; the hooks last, as they are the longest."""
-    header = ("NAME", "DISTRIBUTION", "VERSION", "STATE", "IMPORT", "HOOKS")
+    """The rows as an aligned table with a header; the hooks last, as they are the longest.
+
+    HOOKS are the hooks a plugin implements; PUBLISHES, the hooks it declares for other plugins
+    to implement, each with its calling style."""
+    header = ("NAME", "DISTRIBUTION", "VERSION", "STATE", "IMPORT", "PUBLISHES", "HOOKS")
     cells = [header] + [
-        (r.name, r.distribution, r.version, r.state, "-" if r.import_ms is None else f"{r.import_ms:.1f} ms", ", ".join(r.hooks) or "-")
+        (
+            r.name, r.distribution, r.version, r.state, "-" if r.import_ms is None else f"{r.import_ms:.1f} ms",
+            ", ".join(f"{hook.name} ({hook.style})" for hook in r.publishes) or "-", ", ".join(r.hooks) or "-",
+        )
         for r in rows
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import attrs
 import pluggy
 
-__all__ = ["PROJECT", "CallStyle", "Calls", "call_style", "hookimpl", "hookspec"]
+__all__ = ["PROJECT", "CallStyle", "Calls", "call_style", "hookimpl", "hookspec", "hookspecs_in"]
 
 #: The project name: pluggy's marker name, the entry-point group and the plugin-manager name.
 PROJECT = "bandoneon"
@@ -56,6 +56,15 @@ class CallStyle:
     #: Implementations may be plain methods: the facade calls them without an instance.
     is_process_wide: bool = False
 
+    @property
+    def short(self) -> str:
+        """The style in a few words, as ``bandoneon plugins`` lists it: ``first answer``,
+        ``chained on text, sync``, ``collecting, process-wide``."""
+        words = f"{self.calls.value} on {self.chains}" if self.chains else self.calls.value
+        if self.is_process_wide:
+            return f"{words}, process-wide"
+        return f"{words}, sync" if self.is_sync else words
+
 
 def hookspec(
     calls: Calls,
@@ -90,3 +99,8 @@ def call_style(spec: Callable[..., Any]) -> CallStyle:
     if not isinstance(style, CallStyle):
         raise TypeError(f"{spec!r} is not declared with bandoneon.hookspec(...)")
     return style
+
+
+def hookspecs_in(module: object) -> dict[str, Callable[..., Any]]:
+    """The hooks a spec module (or class) declares, by name, in the order it declares them."""
+    return {name: spec for name, spec in vars(module).items() if callable(spec) and hasattr(spec, f"{PROJECT}_spec")}

@@ -65,12 +65,67 @@ def test_the_table_has_a_header_and_one_line_per_plugin(folder, capsys):
     (folder / "bandoneon.toml").write_text(SERVER)
     assert main(["plugins"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATE", "IMPORT", "HOOKS"]
+    assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATE", "IMPORT", "PUBLISHES", "HOOKS"]
     names = {line.split()[0] for line in lines[1:-1]}
     assert names == set(bandoneon.installed_plugins())
     retry = next(line for line in lines if line.startswith("retry "))
     assert "bandoneon-retry" in retry and "active (default)" in retry and " ms " in retry and "retry_delay" in retry
     assert lines[-1].endswith("active in an Agent() here")
+
+
+def test_the_hooks_a_plugin_publishes_are_listed_with_their_calling_style(folder, capsys):
+    rows = listing(capsys)
+    assert rows["skills"]["publishes"] == [{"name": "register_skills", "style": "collecting, sync"}]
+    assert rows["sessions"]["publishes"] == [{"name": "register_session_stores", "style": "collecting, sync"}]
+    assert rows["memory"]["publishes"] == [{"name": "register_memory", "style": "collecting, sync"}]
+    assert rows["subagents"]["publishes"] == [{"name": "inherited_by_subagents", "style": "collecting, sync"}]
+    assert rows["mcp"]["publishes"] == [{"name": "mcp_server_allowed", "style": "first answer, sync"}]
+    assert [hook["name"] for hook in rows["human"]["publishes"]] == ["request_approval", "review_exhausted"]
+    assert rows["retry"]["publishes"] == []
+    # An implementation is listed by the hook it implements (human's answer_approval_request
+    # is @hookimpl(specname="request_approval")), and a published hook's implementers too.
+    assert "request_approval" in rows["human"]["hooks"] and "answer_approval_request" not in rows["human"]["hooks"]
+    assert "inherited_by_subagents" in rows["tracing"]["hooks"]
+    assert main(["plugins"]) == 0
+    human = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("human "))
+    assert "request_approval (first answer), review_exhausted (" in human
+
+
+def test_a_third_party_module_plugin_lists_the_hooks_it_publishes(tmp_path):
+    site = tmp_path / "site"
+    info = site / "bandoneon_bell-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bandoneon-bell\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[bandoneon]\nbell = bandoneon_bell\n")
+    (site / "bandoneon_bell_hooks.py").write_text(textwrap.dedent('''
+        import bandoneon
+
+        @bandoneon.hookspec(bandoneon.Calls.CHAINED, chains="tune", sync=True)
+        def bell_tune(agent, tune):
+            """Change the tune the bell rings."""
+
+        @bandoneon.hookspec(bandoneon.Calls.OBSERVING)
+        def bell_rung(run):
+            """The bell rang."""
+    '''))
+    (site / "bandoneon_bell.py").write_text(textwrap.dedent('''
+        import bandoneon
+        import bandoneon_bell_hooks as hookspecs
+
+        @bandoneon.hookimpl
+        def before_turn(run):
+            return None
+    '''))
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-m", "bandoneon.cli", "plugins", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    bell = next(row for row in json.loads(done.stdout) if row["name"] == "bell")
+    assert bell["publishes"] == [{"name": "bell_tune", "style": "chained on tune, sync"}, {"name": "bell_rung", "style": "observing"}]
+    assert bell["hooks"] == ["before_turn"]
+    done = subprocess.run([sys.executable, "-m", "bandoneon.cli", "plugins"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("bell "))
+    assert "bell_tune (chained on tune, sync), bell_rung (observing)" in line and line.endswith("before_turn")
 
 
 def test_a_plugin_that_fails_to_import_is_listed_broken_with_the_reason(tmp_path):
