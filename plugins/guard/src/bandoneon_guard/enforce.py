@@ -54,7 +54,7 @@ class Enforcer:
 
     # ---------------------------------------------------------------- calls
 
-    async def before_tool(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
+    async def before_tool(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
         """Deny rules first (a refused call never reaches a person), then approval rules."""
         cwd: Path | None = None
         denied: list[str] = []
@@ -146,7 +146,7 @@ class Enforcer:
         warnings.warn(f"{self.label}: {message}", TrifectaWarning, stacklevel=2)
 
 
-async def _ask_a_person(run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str) -> bandoneon.Refuse | None:
+async def _ask_a_person(run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str) -> bandoneon.Refuse | bandoneon.Respond | None:
     """Ask through the approval hook the human plugin publishes; when nobody answers (the
     plugin is not installed or not active), nobody can approve: refuse."""
     hooks = run.agent.hooks

@@ -87,7 +87,7 @@ class PolicyPack(bandoneon.Plugin):
 
     # tryfirst: a policy refuses before a person is asked and before any other plugin decides.
     @bandoneon.hookimpl(tryfirst=True)
-    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
+    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
         if self._enforcer is None:
             return None
         return await self._enforcer.before_tool(run, call, tool, arguments)

@@ -107,7 +107,7 @@ class Guard(bandoneon.Plugin):
         self._enforcer.check_trifecta(agent, tools, self.policy.trifecta or "warn")
 
     @bandoneon.hookimpl(tryfirst=True)
-    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | None:
+    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
         return await self._enforcer.before_tool(run, call, tool, arguments)
 
     # trylast: marking must be the last rewrite, after every redaction (other plugins' and

@@ -15,7 +15,7 @@ import attrs
 from bandoneon import Calls, hookspec
 
 if TYPE_CHECKING:
-    from bandoneon import Refuse, RunContext, Tool, ToolCall
+    from bandoneon import Refuse, Respond, RunContext, Tool, ToolCall
 
     from .channels import Answer
 
@@ -28,7 +28,7 @@ class Approved:
 
 
 @hookspec(Calls.FIRST)
-def request_approval(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], reason: str) -> Approved | Refuse | None:
+def request_approval(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], reason: str) -> Approved | Refuse | Respond | None:
     """Ask a person whether this exact call may run. One call is asked about once per run.
 
     :param run: the run.
@@ -37,10 +37,14 @@ def request_approval(run: RunContext, call: ToolCall, tool: Tool, arguments: dic
     :param arguments: the validated arguments.
     :param reason: why approval is needed, shown to the person.
     :return: ``Approved`` when a person said yes; a ``Refuse`` (its reason goes to the
-        model) when they said no, did not answer in time, or the channel failed; None when
-        this implementation cannot ask (the next one is asked). First answer wins.
+        model) when they said no, did not answer in time, or the channel failed; a
+        ``Respond`` when the call was already approved and ran in an earlier process that
+        recorded its result (after a crash or a pause: the call is answered with that result
+        and not run again); None when this implementation cannot ask (the next one is
+        asked). First answer wins.
 
     .. versionadded:: 0.2
+    .. versionchanged:: 0.3 may answer ``Respond`` (a result recorded before a crash).
     """
 
 

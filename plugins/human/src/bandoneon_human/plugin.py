@@ -189,7 +189,8 @@ class Human(bandoneon.Plugin):
         return human_hooks.Approved() if decision is None else decision
 
     async def request_approval(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], *, reason: str) -> bandoneon.Refuse | bandoneon.Respond | None:
-        """Ask a person about this exact call; None if they said yes, else a ``Refuse``.
+        """Ask a person about this exact call; None if they said yes, else a ``Refuse`` (or a
+        ``Respond`` with the result an earlier process recorded for it, when it already ran).
         One call is asked about once per run, whoever asks."""
         state = self._state(run)
         settled = await self._settled(run, call)
