@@ -529,7 +529,7 @@ class Agent(Generic[DepsT, OutputT]):
             system_prompt=self._system_prompt(),
             output=self._output_spec(wanted),
         )
-        run._emit = lambda event: self._emit(run, event)
+        run._emit = self._emit
         return run
 
     def _check_parts(self, parts: tuple[Part, ...]) -> None:

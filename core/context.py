@@ -77,7 +77,10 @@ class RunContext:
     started_at: float = attrs.field(factory=time.monotonic)
     stash: Stash = attrs.field(factory=Stash, repr=False)
     loop_state: LoopState = attrs.field(factory=LoopState, repr=False)
-    _emit: Callable[[Event], Any] | None = None
+    #: The agent's event delivery (``Agent._emit``), set by ``Agent.new_run``; a context built by
+    #: hand emits nothing. A bound method of the agent, not a closure over the run: the run
+    #: would then hold itself, and every run would be left to the cyclic garbage collector.
+    _emit: Callable[[RunContext | None, Event], Any] | None = None
 
     def append(self, message: Message) -> None:
         """Add a message to the working history and to the full transcript."""
@@ -102,4 +105,4 @@ class RunContext:
     async def emit(self, event: Event) -> None:
         """Publish an event to the agent's listeners and to plugins' ``on_event``."""
         if self._emit is not None:
-            await self._emit(event)
+            await self._emit(self, event)

@@ -229,6 +229,83 @@ def make_tool(
         raise ValueError(f"unknown tool capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
     if untrusted_output:
         capabilities |= {"untrusted_output"}
+    card = _card(function)
+    return Tool(
+        name=name or function.__name__,
+        description=(description or card.description).strip(),
+        parameters=card.parameters,
+        function=function,
+        terminal=terminal,
+        needs_approval=needs_approval,
+        untrusted_output=untrusted_output,
+        capabilities=capabilities,
+        timeout=timeout,
+        rerunnable=rerunnable,
+        examples=examples,
+        arguments_class=card.arguments_class,
+        context_parameter=card.context_parameter,
+        is_async=card.is_async,
+    )
+
+
+@attrs.frozen
+class _Card:
+    """What a function's signature and docstring say about it as a tool."""
+
+    description: str
+    parameters: Mapping[str, Any]
+    arguments_class: type | None
+    context_parameter: str | None
+    is_async: bool
+
+
+#: Cards by what determines them (see ``_card_key``): plugins build their tools as closures or
+#: bound methods anew for every agent, and reading the signature and making the arguments
+#: class cost about 0.5 ms a tool. Bounded: cleared when full.
+_cards: dict[tuple[Any, ...], _Card] = {}
+_CARDS_KEPT = 1024
+
+
+def _card(function: Callable[..., Any]) -> _Card:
+    key = _card_key(function)
+    card = _cards.get(key) if key is not None else None
+    if card is None:
+        card = _read_card(function)
+        if key is not None:
+            if len(_cards) >= _CARDS_KEPT:
+                _cards.clear()
+            _cards[key] = card
+    return card
+
+
+def _card_key(function: Callable[..., Any]) -> tuple[Any, ...] | None:
+    """Everything the card is read from: the code, where its string annotations resolve, the
+    name, docstring, defaults and annotations, and whether ``self`` is bound. Two closures of
+    one ``def`` (a plugin's tool, made per agent) share a key; a callable object or a function
+    with unhashable defaults has none and is read every time."""
+    target = getattr(function, "__func__", function)
+    code = getattr(target, "__code__", None)
+    if code is None or not inspect.isfunction(target):
+        return None
+    kwdefaults = target.__kwdefaults__
+    key = (
+        code,
+        target.__module__,
+        target.__name__,
+        target.__doc__,
+        target.__defaults__,
+        tuple(sorted(kwdefaults.items())) if kwdefaults else None,
+        tuple(target.__annotations__.items()),
+        target is not function,
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _read_card(function: Callable[..., Any]) -> _Card:
     doc_description, doc_params = parse_docstring(function.__doc__)
     hints = typing.get_type_hints(function, include_extras=True)
     fields: dict[str, tuple[Any, bool]] = {}
@@ -247,21 +324,10 @@ def make_tool(
         attrs_fields[param.name] = attrs.field(
             type=base_type, default=attrs.NOTHING if required else param.default, kw_only=True
         )
-    parameters = object_schema(fields, descriptions=doc_params)
-    arguments_class = attrs.make_class(f"{function.__name__}_arguments", attrs_fields, frozen=True) if fields else None
-    return Tool(
-        name=name or function.__name__,
-        description=(description or doc_description).strip(),
-        parameters=parameters,
-        function=function,
-        terminal=terminal,
-        needs_approval=needs_approval,
-        untrusted_output=untrusted_output,
-        capabilities=capabilities,
-        timeout=timeout,
-        rerunnable=rerunnable,
-        examples=examples,
-        arguments_class=arguments_class,
+    return _Card(
+        description=doc_description,
+        parameters=object_schema(fields, descriptions=doc_params),
+        arguments_class=attrs.make_class(f"{function.__name__}_arguments", attrs_fields, frozen=True) if fields else None,
         context_parameter=context_parameter,
         is_async=inspect.iscoroutinefunction(function),
     )

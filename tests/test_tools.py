@@ -161,3 +161,40 @@ def test_non_string_results_are_sent_as_json():
     model = ScriptedModel(call("book", passenger="Ana", seats=[{"row": 2}]), "ok")
     bandoneon.Agent(model, tools=[book], plugins=[], context_files=False).run_sync("go")
     assert model.requests[1].messages[-1].content.startswith('{"passenger": "Ana", "rows": [2]')
+
+
+def _counter_tools(start: int, label: str) -> bandoneon.Tool:
+    """Built anew per call, as plugins build their tools for every agent."""
+
+    def bump(by: int = start) -> str:
+        """Add to the counter."""
+        return f"{label}: {by}"
+
+    return tool(bump)
+
+
+def test_tools_made_from_one_def_keep_their_own_defaults_and_closures():
+    first, second = _counter_tools(1, "first"), _counter_tools(5, "second")
+    assert first.parameters == second.parameters
+    for made, expected in ((first, "first: 1"), (second, "second: 5")):
+        model = ScriptedModel(call("bump"), "ok")
+        bandoneon.Agent(model, tools=[made], plugins=[], context_files=False).run_sync("go")
+        assert model.requests[1].messages[-1].content == expected
+
+
+def test_a_bound_method_tool_calls_its_own_instance_without_self_in_the_schema():
+    class Counter:
+        def __init__(self, name: str):
+            self.name = name
+
+        def read(self, shout: bool = False) -> str:
+            """Read the counter."""
+            return self.name.upper() if shout else self.name
+
+    a, b = tool(Counter("a").read), tool(Counter("b").read)
+    assert list(a.parameters["properties"]) == ["shout"] and a.description == "Read the counter."
+    model = ScriptedModel(call("read", shout=True), "ok")
+    bandoneon.Agent(model, tools=[b], plugins=[], context_files=False).run_sync("go")
+    assert model.requests[1].messages[-1].content == "B"
+    with pytest.raises(TypeError, match="\\*args"):
+        tool(lambda *items: None)
