@@ -133,9 +133,9 @@ class Skills(bandoneon.Plugin):
     @bandoneon.hookimpl
     def register_tools(self, agent: bandoneon.Agent) -> list[bandoneon.Tool]:
         if self.mode == "on-demand":
-            return [self._load_tool(agent)]
+            return [self._load_tool()]
         if self.mode == "filesystem":
-            return [self._read_tool(agent)]
+            return [self._read_tool()]
         return []
 
     @bandoneon.hookimpl
@@ -195,13 +195,15 @@ class Skills(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- tools
 
-    def _load_tool(self, agent: bandoneon.Agent) -> bandoneon.Tool:
+    # The tools find their agent through the run: a closure over the agent would hold it in a
+    # reference cycle (agent -> tool -> agent), left to the cyclic collector when dropped.
+    def _load_tool(self) -> bandoneon.Tool:
         plugin = self
 
         @bandoneon.tool(name=LOAD_TOOL)
-        def load_skill(name: Annotated[str, "the skill's name, as listed in <available-skills>"]) -> str:
+        def load_skill(name: Annotated[str, "the skill's name, as listed in <available-skills>"], run: bandoneon.RunContext) -> str:
             """Load a skill's full instructions by name. Skills are listed in <available-skills> in the system prompt."""
-            library = plugin.library(agent)
+            library = plugin.library(run.agent)
             skills = library.refresh()
             skill = skills.get(name.strip())
             if skill is None:
@@ -210,13 +212,13 @@ class Skills(bandoneon.Plugin):
 
         return load_skill
 
-    def _read_tool(self, agent: bandoneon.Agent) -> bandoneon.Tool:
+    def _read_tool(self) -> bandoneon.Tool:
         plugin = self
 
         @bandoneon.tool(name=READ_TOOL)
-        def read_skill_file(path: Annotated[str, "a SKILL.md path from <available-skills>, or a file inside a skill's folder"]) -> str:
+        def read_skill_file(path: Annotated[str, "a SKILL.md path from <available-skills>, or a file inside a skill's folder"], run: bandoneon.RunContext) -> str:
             """Read a skill's SKILL.md, or a file next to it. Read-only; only the skill folders can be read."""
-            skills = plugin.library(agent).refresh()
+            skills = plugin.library(run.agent).refresh()
             return read_confined(path, skills, max_chars=plugin.max_file_chars)
 
         return read_skill_file
