@@ -706,13 +706,13 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     else ``bandoneon.toml``, ``$BANDONEON_MODEL`` / ``$BANDONEON_BASE_URL``, then ``local:``.
     ``bandoneon plugins`` asks it which provider an ``Agent()`` here would use."""
     options: dict[str, Any] = {}
-    base_url = config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     if config.api_key_env:
         options["api_key"] = os.environ.get(config.api_key_env)
         if not options["api_key"]:
             raise ConfigError(f"{config.source}: api_key_env names {config.api_key_env}, which is not set in the environment")
     if model is not None:
         return model, options
+    base_url = config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     chosen = config.model or os.environ.get("BANDONEON_MODEL")
     if chosen and ":" in chosen:
         if base_url and chosen.partition(":")[0] in OPENAI_PREFIXES and "@" not in chosen:

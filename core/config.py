@@ -67,8 +67,9 @@ class Config:
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """The configuration at ``path`` (or the default location); an empty one if there is none."""
-    explicit = path is not None or "BANDONEON_CONFIG" in os.environ
-    location = path or os.environ.get("BANDONEON_CONFIG") or CONFIG_FILE
+    named = os.environ.get("BANDONEON_CONFIG") if path is None else None
+    explicit = path is not None or named is not None
+    location = path or named or CONFIG_FILE
     try:
         stat = os.stat(location)
     except OSError:

@@ -193,23 +193,46 @@ def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
     return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
 
 
-_Order = dict[str, tuple[tuple[int, _Declaration], ...]]
-_orders: dict[tuple[object, ...], _Order] = {}
+@attrs.frozen
+class _Plan:
+    """What a combination of plugin classes means for an agent, worked out once: the plugins'
+    names, the hookspecs in force, and per hook the plugins (by position) and declarations to
+    call, in pluggy's order. A new agent only binds its instances to it."""
+
+    names: tuple[str, ...]
+    specs: SpecModules
+    styles: dict[str, CallStyle]
+    #: Implemented hooks only, each with its (position, declaration) entries in calling order.
+    order: tuple[tuple[str, tuple[tuple[int, _Declaration], ...]], ...]
+    #: Every hook in force with no implementations, copied per agent and then filled in.
+    unimplemented: dict[str, tuple[_Impl, ...]]
+    implemented: frozenset[str]
 
 
-def _call_order(plugins: tuple[object, ...], specs: SpecModules, process_wide: bool) -> _Order:
-    """Per hook, the plugins (by position) and declarations to call, in pluggy's order: policy
-    packs first, then tryfirst, the others, trylast; later-registered first within each, except
-    among trylast (pluggy inserts those at the front, so earlier-registered ones run first).
+_plans: dict[tuple[object, ...], _Plan] = {}
 
-    Worked out once per combination of plugin classes, so a new agent only binds its instances.
-    """
+
+def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
+    """The plan for ``plugins``: cached per combination of classes, unless an instance carries
+    implementations of its own (then it is validated by itself, every time)."""
     kinds = tuple([p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins])
     cacheable = not any([not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins])
-    key = (kinds, specs, process_wide)
-    found = _orders.get(key) if cacheable else None
-    if found is not None:
-        return found
+    key = (kinds, process_wide)
+    found = _plans.get(key) if cacheable else None
+    if found is None:
+        found = _make_plan(plugins, kinds, process_wide)
+        if cacheable:
+            _plans[key] = found
+    return found
+
+
+def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], process_wide: bool) -> _Plan:
+    """Policy packs first, then tryfirst, the others, trylast; later-registered first within
+    each, except among trylast (pluggy inserts those at the front, so earlier-registered ones
+    run first)."""
+    published = [m for m in map(published_hookspecs, kinds) if m is not None]
+    specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
+    styles = _styles(specs)
     ranked: dict[str, list[tuple[bool, int, int, tuple[int, _Declaration]]]] = {}
     for position, (plugin, kind) in enumerate(zip(plugins, kinds, strict=True)):
         is_pack = bool(getattr(kind, "is_policy_pack", False))
@@ -217,10 +240,16 @@ def _call_order(plugins: tuple[object, ...], specs: SpecModules, process_wide: b
             ranked.setdefault(declaration.hook, []).append(
                 (not is_pack, declaration.order, position if declaration.order == 2 else -position, (position, declaration))
             )
-    order = {hook: tuple(entry for *_, entry in sorted(entries, key=_rank)) for hook, entries in ranked.items()}
-    if cacheable:
-        _orders[key] = order
-    return order
+    order = tuple((hook, tuple(entry for *_, entry in sorted(entries, key=_rank))) for hook, entries in ranked.items())
+    implemented = frozenset(hook for hook, _ in order)
+    return _Plan(
+        names=tuple(plugin_name(kind) for kind in kinds),
+        specs=specs,
+        styles=styles,
+        order=order,
+        unimplemented={hook: () for hook in styles if hook not in implemented},
+        implemented=implemented,
+    )
 
 
 class Hooks:
@@ -236,21 +265,20 @@ class Hooks:
 
     def __init__(self, plugins: Iterable[object], *, process_wide: bool = False):
         self.plugins: tuple[object, ...] = tuple(plugins)
-        self._by_name: dict[str, object] = {}
         self._timeout: float | None = None
         self._profile: HookProfile | None = None
-        published = [m for m in map(published_hookspecs, self.plugins) if m is not None]
-        self.specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
-        self._styles = _styles(self.specs)
-        names = [plugin_name(plugin) for plugin in self.plugins]
-        for plugin, name in zip(self.plugins, names, strict=True):
-            if name in self._by_name:
-                raise ConfigError(f"plugin {name!r} is activated twice in one agent; pass it once")
-            self._by_name[name] = plugin
-        self._impls: dict[str, tuple[_Impl, ...]] = dict.fromkeys(self._styles, ())
         plugins = self.plugins
-        for hook, entries in _call_order(plugins, self.specs, process_wide).items():
-            self._impls[hook] = tuple([
+        plan = _plan(plugins, process_wide)
+        names = plan.names
+        self._by_name: dict[str, object] = dict(zip(names, plugins, strict=True))
+        if len(self._by_name) < len(names):
+            twice = next(name for name in names if names.count(name) > 1)
+            raise ConfigError(f"plugin {twice!r} is activated twice in one agent; pass it once")
+        self.specs: SpecModules = plan.specs
+        self._styles = plan.styles
+        impls: dict[str, tuple[_Impl, ...]] = plan.unimplemented.copy()
+        for hook, entries in plan.order:
+            impls[hook] = tuple([
                 _Impl(
                     names[position],
                     types.MethodType(getattr(plugins[position], d.attribute), plugins[position]) if d.binds_class else getattr(plugins[position], d.attribute),
@@ -260,7 +288,8 @@ class Hooks:
                 )
                 for position, d in entries
             ])
-        self._implemented = frozenset([hook for hook, impls in self._impls.items() if impls])
+        self._impls = impls
+        self._implemented = plan.implemented
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -545,6 +574,7 @@ def _known_specs() -> SpecModules:
 def forget_declarations() -> None:
     """Drop what was learned about plugin classes (``refresh_plugins`` calls this)."""
     _known.clear()
+    _plans.clear()
     _styles.cache_clear()
     _known_specs.cache_clear()
     registration_hooks.cache_clear()

@@ -67,10 +67,15 @@ class Tool:
     _arguments_class: type | None = None
     _context_parameter: str | None = None
     _is_async: bool = False
+    #: The card, made once: every new agent lists the specs of its tools.
+    _spec: ToolSpec = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_spec", ToolSpec(self.name, self.description, self.parameters))
 
     @property
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.parameters)
+        return self._spec
 
     def validate(self, raw_arguments: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> dict[str, Any]:
         """Decode (within ``limits``) and structure the model's arguments; raise

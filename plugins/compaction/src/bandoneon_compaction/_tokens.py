@@ -71,8 +71,25 @@ def system_tokens(system_prompt: str, count: TokenCount) -> int:
 
 
 def tool_tokens(tools: Iterable[bandoneon.ToolSpec], count: TokenCount) -> int:
-    tokens = 0
-    for spec in tools:
-        schema = json.dumps(spec.parameters, separators=(",", ":"), sort_keys=True, default=str)
-        tokens += count(spec.name) + count(spec.description) + count(schema) + MESSAGE_OVERHEAD
+    return sum(_spec_tokens(spec, count) for spec in tools)
+
+
+#: What each tool card costs, by card and counter: a tool's card is one object for every agent
+#: it is given to, and a new agent per run would otherwise encode every schema again. Keyed by
+#: ids (a counter may be an unhashable object's method); the card and the counter are kept with
+#: the count, so their ids cannot be reused while the entry lives. Cleared when full.
+_spec_sizes: dict[tuple[int, int], tuple[bandoneon.ToolSpec, TokenCount, int]] = {}
+_SPEC_SIZES_KEPT = 1024
+
+
+def _spec_tokens(spec: bandoneon.ToolSpec, count: TokenCount) -> int:
+    key = (id(spec), id(count))
+    found = _spec_sizes.get(key)
+    if found is not None and found[0] is spec and found[1] is count:
+        return found[2]
+    schema = json.dumps(spec.parameters, separators=(",", ":"), sort_keys=True, default=str)
+    tokens = count(spec.name) + count(spec.description) + count(schema) + MESSAGE_OVERHEAD
+    if len(_spec_sizes) >= _SPEC_SIZES_KEPT:
+        _spec_sizes.clear()
+    _spec_sizes[key] = (spec, count, tokens)
     return tokens
