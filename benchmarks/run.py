@@ -30,6 +30,7 @@ import sections  # noqa: E402  (benchmarks/ is not a package)
 
 SECTIONS = {
     "loop": sections.loop_overhead,
+    "limits": sections.json_limits,
     "sessions": sections.sessions_durability,
     "output": sections.typed_output,
     "peers": sections.peers,

@@ -142,6 +142,50 @@ async def typed_output(scale: Scale) -> str:
     )
 
 
+# ---------------------------------------------------------------- 1a. JSON limits
+
+#: A chat-completion body as the testing kit's server sends it for the run's first turn.
+_REPLY_BODY = json.dumps({
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "bench",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_forecast", "arguments": scenarios.ARGUMENTS}},
+    ]}}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+}).encode()
+
+
+async def json_limits(scale: Scale) -> str:
+    """What parsing within the depth and size limits adds to a 2-turn run: ``loads_bounded``
+    against plain ``json.loads`` on the documents a run parses, over the run's own time (in
+    process the run parses one document, the tool's arguments; over HTTP also a reply body per turn)."""
+    from bandoneon.jsonlimits import loads_bounded
+
+    arguments = scenarios.ARGUMENTS
+    parsing = compare_sync(
+        {
+            "json.loads, arguments": lambda: json.loads(arguments),
+            "loads_bounded, arguments": lambda: loads_bounded(arguments),
+            "json.loads, reply body": lambda: json.loads(_REPLY_BODY),
+            "loads_bounded, reply body": lambda: loads_bounded(_REPLY_BODY),
+        },
+        iterations=scale.iterations * 10,
+        rounds=scale.rounds,
+    )
+    agent = scenarios.bandoneon_agent(None)
+    run = (await compare_async({"run": lambda: scenarios.bandoneon_run(agent)}, iterations=scale.iterations, rounds=scale.rounds)).median("run")
+    await agent.aclose()
+    added = {what: parsing.median(f"loads_bounded, {what}") - parsing.median(f"json.loads, {what}") for what in ("arguments", "reply body")}
+    share = max(added["arguments"], 0.0) / run
+    lines = ["## JSON limits: what parsing within the depth and size limits adds\n", "| document | `json.loads` | `loads_bounded` (default limits) | added |", "|---|---|---|---|"]
+    for what, extra in added.items():
+        lines.append(f"| {what} ({len(arguments if what == 'arguments' else _REPLY_BODY)} bytes) | {us(parsing.median(f'json.loads, {what}'))} | {us(parsing.median(f'loads_bounded, {what}'))} | {us(extra)} |")
+    lines.append(
+        f"\n- the in-process 2-turn run (default plugins, {us(run)}) parses one argument document: the limits add {share:.1%} to it; "
+        f"target under 2 %: {_verdict(share, 0.02)}. Over HTTP a run also parses a reply body per turn, against a run of milliseconds (next sections)."
+    )
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- 1b. sessions durability
 
 
