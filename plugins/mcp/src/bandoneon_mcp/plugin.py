@@ -86,6 +86,8 @@ class McpPlugin(bandoneon.Plugin):
     @bandoneon.hookimpl
     async def before_run(self, run: bandoneon.RunContext) -> None:
         """An agent closed earlier and run again takes its servers back."""
+        if not self.servers:
+            return  # installed, nothing configured: a run pays nothing for it
         if run.agent not in self._leases:
             lease = self._lease(run.agent)
             for server_name, server in self.servers.items():
@@ -98,7 +100,7 @@ class McpPlugin(bandoneon.Plugin):
 
     @bandoneon.hookimpl
     async def before_turn(self, run: bandoneon.RunContext) -> None:
-        if run.turn > 1:
+        if run.turn > 1 and self.servers:
             await self._refresh(run)
 
     @bandoneon.hookimpl
