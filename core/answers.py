@@ -61,7 +61,7 @@ async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | No
         if run.wants_events:
             await run.emit(AnswerSentBack(run.run_id, run.turn, verdict.reason))
         return None
-    if verdict != answer:
+    if verdict is not answer and verdict != answer:  # unchanged is the common case: no field-by-field compare
         try:
             run.loop_state.rewritten_answer = rewritten(run, answer, verdict)
         except OutputInvalid as exc:
