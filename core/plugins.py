@@ -194,6 +194,7 @@ def refresh_plugins() -> None:
 
     installed_plugins.cache_clear()
     _flagged.cache_clear()
+    _packs_by_name.cache_clear()
     installed_hookspecs.cache_clear()
     _entry_point_names.clear()
     forget_declarations()
@@ -238,14 +239,15 @@ def policy_pack_classes() -> tuple[type | types.ModuleType, ...]:
 def build_plugin(cls: type | types.ModuleType, options: Mapping[str, Any] | None = None, *, source: str = "arguments") -> object:
     """An instance of plugin ``cls`` from an options mapping, every key checked (a module
     plugin is its own instance and takes no options)."""
-    options = dict(options or {})
     if isinstance(cls, types.ModuleType):
         if options:
             raise ConfigError(f"{source}: plugin {plugin_name(cls)!r} is a module and takes no options, got {', '.join(sorted(options))}")
         return cls
     try:
-        if attrs.has(cls) and options:
-            return structure(options, cls)
+        if not options:
+            return cls()  # the defaults: every new agent builds its default plugins this way
+        if attrs.has(cls):
+            return structure(dict(options), cls)
         return cls(**options)
     except StructureError as exc:
         problems = exc.problems
@@ -262,10 +264,12 @@ PluginsArgument = Sequence[object | str] | Mapping[str, Mapping[str, Any] | None
 def configured_plugins(configured: Mapping[str, Mapping[str, Any]] | None = None, *, source: str = "bandoneon.toml") -> list[object]:
     """What an agent built without ``plugins=`` gets: the recommended defaults, plus the
     options and additions of ``[plugins.*]`` in the configuration (``configured``)."""
+    if not configured:
+        return [build_plugin(cls, source="default plugins") for cls in default_plugin_classes()]
     chosen: dict[str, Mapping[str, Any]] = {plugin_name(cls): {} for cls in default_plugin_classes()}
-    chosen.update(configured or {})
+    chosen.update(configured)
     return [
-        build_plugin(_configured_plugin(name, source), options, source=source) if name in (configured or {})
+        build_plugin(_configured_plugin(name, source), options, source=source) if name in configured
         else build_plugin(load_plugin(name), options, source="default plugins")
         for name, options in chosen.items()
     ]
@@ -290,7 +294,7 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
     ``BANDONEON_PLUGINS`` (the operator's environment) switch a pack off.
     """
     # policy_pack_classes() loads the installed plugins first, so that every one is known by its name.
-    packs = {plugin_name(cls): cls for cls in policy_pack_classes()}
+    packs = _packs_by_name()
     if plugins is None:
         chosen = configured_plugins()
     elif isinstance(plugins, Mapping):
@@ -316,6 +320,11 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
             )
         kept.append(plugin)
     return [*kept, *(build_plugin(cls, source="policy pack") for cls in packs.values())]
+
+
+@functools.cache
+def _packs_by_name() -> dict[str, type | types.ModuleType]:
+    return {plugin_name(cls): cls for cls in policy_pack_classes()}
 
 
 def _pack_refusal(name: str, verb: str) -> str:
