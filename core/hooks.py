@@ -93,9 +93,16 @@ def _has_instance_hooks(plugin: object) -> bool:
     own = getattr(plugin, "__dict__", None)
     if not own:
         return False
-    # pluggy looks only at routines: a data attribute (most of an options instance) is skipped
-    # before the marker lookup, whose miss on a plain value costs an AttributeError.
-    return any(callable(value) and hasattr(value, _IMPL_MARKER) for value in own.values())
+    # pluggy looks only at routines, and only a Python function (or a method of one) can carry
+    # the marker: other values (most of an options instance) are skipped without a lookup.
+    for value in own.values():
+        kind = type(value)
+        if kind is types.MethodType:
+            value = value.__func__
+            kind = type(value)
+        if kind is types.FunctionType and _IMPL_MARKER in value.__dict__:
+            return True
+    return False
 
 
 _known: dict[tuple[object, SpecModules, bool], tuple[_Declaration, ...]] = {}
