@@ -11,6 +11,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -221,14 +222,14 @@ async def sessions_durability(scale: Scale) -> str:
 
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
         floor = _fdatasync_floor(Path(folder))
-        agents = {"no plugins": scenarios.bandoneon_agent([])}
+        # Fresh reply objects each call, as a real model gives (the plugin sees the cleared
+        # history as replaced and saves every message of the run), with and without the plugin.
+        def agent(plugins: list[Any]) -> bandoneon.Agent:
+            return bandoneon.Agent(scenarios.FreshTwoTurnModel(), tools=[scenarios.FORECAST_TOOL], plugins=plugins, context_files=False)
+
+        agents = {"no plugins": agent([])}
         for mode in ("turn", "run", "os"):
-            store = JsonlStore(Path(folder) / mode)
-            # Fresh reply objects each call, as a real model gives: the plugin sees the cleared
-            # history as replaced and saves every message of the run.
-            agents[f"sessions, durability={mode}"] = bandoneon.Agent(
-                scenarios.FreshTwoTurnModel(), tools=[scenarios.FORECAST_TOOL], plugins=[Sessions(session_id="bench", store=store, durability=mode)], context_files=False
-            )
+            agents[f"sessions, durability={mode}"] = agent([Sessions(session_id="bench", store=JsonlStore(Path(folder) / mode), durability=mode)])
         contenders = {name: (lambda agent=agent: scenarios.bandoneon_run(agent)) for name, agent in agents.items()}
         comparison = await compare_async(contenders, iterations=max(50, scale.iterations // 10), rounds=max(3, scale.rounds // 3), warmup=10)
         for agent in agents.values():

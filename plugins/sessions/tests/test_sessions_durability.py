@@ -4,6 +4,7 @@ damaged files are named with what to do."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import zlib
 
@@ -201,6 +202,21 @@ def test_a_line_whose_bytes_changed_stops_the_replay_there(tmp_path):
     assert [m.content for m in loaded.messages[:2]] == ["find", ""]
     assert "no" not in [m.content for m in loaded.messages]
     assert_valid_for_a_strict_server(loaded.messages)
+
+
+def test_each_line_is_its_record_as_compact_json_with_text_kept_as_written_and_a_checksum(tmp_path):
+    store = JsonlStore(tmp_path)
+    store.lock(SESSION)
+    store.open_for_writing(SESSION)
+    call = ToolCall("c1", "roast", '{"bean": "café"}')
+    store.append(SESSION, [Message.user("Roast the café beans ☕\t\"now\""), Message.assistant("", [call]), Message.tool(call, "done")])
+    lines = store.file(SESSION).read_bytes().splitlines()
+    for line in lines:
+        body, _, checksum = line.rpartition(b"\t")
+        assert checksum == b"%08x" % zlib.crc32(body)
+        assert body == json.dumps(json.loads(body), ensure_ascii=False, separators=(",", ":")).encode()
+    assert "☕".encode() in lines[1]
+    assert [m.content for m in store.load(SESSION).messages] == ["Roast the café beans ☕\t\"now\"", "", "done"]
 
 
 def test_a_missing_tool_result_in_the_middle_is_damage_and_repaired(tmp_path):

@@ -166,8 +166,9 @@ class Sessions(bandoneon.Plugin):
         written.ahead = _last_assistant(run.transcript)
 
     @bandoneon.hookimpl
-    async def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
-        """A call written ahead finished: its result is written at once (buffered, no fsync).
+    def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
+        """A call written ahead finished: its result is written at once (buffered, no fsync;
+        a plain function: it never waits, and the loop calls it without a coroutine).
         If that write fails, the writer keeps the result and writes it with the next append,
         which reports the failure if it lasts: the other calls of the turn go on."""
         written = self._written
