@@ -65,7 +65,7 @@ def build_agent(model: str | bandoneon.Provider | None = None, pet: Pet | None =
     return bandoneon.Agent(model, tools=pet_tools(pet or Pet()), max_turns=8, context_files=False)
 
 
-def main(model: str | bandoneon.Provider | None = None, interval: float = 0.05) -> HeartbeatReport:
+def main(model: str | bandoneon.Provider | None = None, interval: float = 0.05, timeout: float | None = None) -> HeartbeatReport:
     pet = Pet()
     agent = build_agent(model, pet)
     agent.on("heartbeat_tick", lambda event: print(f"tick {event.tick}: the heartbeat woke the agent"))
@@ -81,7 +81,7 @@ def main(model: str | bandoneon.Provider | None = None, interval: float = 0.05) 
         check_prompt=CHECK_PROMPT,
         local_condition=something_is_low,
         max_ticks=5,  # the fuses: a school day of ticks at most...
-        timeout=60 * interval,  # ...and of wall-clock time
+        timeout=timeout or 60 * interval,  # ...and of wall-clock time
         run_timeout=120,
     )
     report = heartbeat.run_sync()

@@ -132,7 +132,8 @@ def test_the_pocket_pet_example_wakes_the_model_once_and_beeps_once():
         return "Milonga is fed."
 
     model = FunctionModel(carer)
-    report = example.main(model, interval=0.001)
+    # Fast ticks, but a wall-clock fuse a loaded machine cannot trip (60 ms was the default).
+    report = example.main(model, interval=0.001, timeout=30)
     assert (report.stop, report.ticks, report.woken) == ("max_ticks", 5, 1)
     assert [o.outcome for o in report.outcomes] == ["quiet", "quiet", "woken", "quiet", "quiet"]
     beeps = [m for r in model.requests for m in r.messages[-1:] if m.name == "beep_owner"]
