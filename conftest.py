@@ -18,6 +18,14 @@ WITH_PACK = os.environ.get("BANDONEON_TEST_WITH_PACK") == "1"
 if not WITH_PACK:
     os.environ.setdefault("BANDONEON_DISABLED_PLUGINS", PACK)
 
+try:  # property tests judge what the code does, never how fast a shared CI machine ran it
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("bandoneon", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("bandoneon")
+except ImportError:  # an env without hypothesis has no property tests
+    pass
+
 # The plugin template is a folder to copy, not installed with the others: `tox -e alone-template` tests it.
 collect_ignore_glob = [] if os.environ.get("BANDONEON_TEST_TEMPLATE") else ["plugins/_template/*"]
 
