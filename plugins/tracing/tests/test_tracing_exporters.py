@@ -51,6 +51,18 @@ def test_the_jsonl_file_holds_one_span_per_line_and_reads_back(tmp_path, no_otel
     assert all(json.loads(line)["trace_id"] == spans[0].trace_id for line in lines)
 
 
+def test_the_jsonl_file_and_the_memory_hold_the_same_redacted_spans(tmp_path, no_otel_env):
+    """The writer thread and a reader may build a trace at once: it is built once, redacted."""
+    path = tmp_path / "golf.jsonl"
+    tracing = Tracing(jsonl=str(path), redact=["Astor"])
+    golf_agent(tracing).run_sync("Astor plays hole 1")
+    in_memory = tracing.memory.last
+    tracing.flush()
+    written = read_jsonl(path)
+    assert [(s.span_id, s.attributes) for s in written] == [(s.span_id, s.attributes) for s in in_memory]
+    assert "Astor" not in path.read_text()
+
+
 def test_concurrent_jsonl_writers_never_interleave_lines(tmp_path):
     path = tmp_path / "t.jsonl"
     exporter = JsonlExporter(path)

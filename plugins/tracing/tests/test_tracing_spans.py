@@ -243,3 +243,34 @@ def test_the_real_guard_plugins_redaction_rules_apply_to_spans():
     agent, tracing = traced(ScriptedModel(call("putt", meters=3), "paid with 4111-1111-1111-1111"), plugins=[guard])
     agent.run_sync("pay with 4111-1111-1111-1111")
     assert "4111" not in repr([s.attributes for s in tracing.memory.last])
+
+
+def test_a_trace_handed_to_an_exporter_or_kept_in_memory_shows_no_raw_text():
+    """Spans are built when first read: whoever reads first, and however, sees redacted text."""
+
+    @attrs.define
+    class Guard(bandoneon.Plugin):
+        name: ClassVar[str] = "guard"
+
+        @bandoneon.hookimpl
+        def redact_text(self, text: str) -> str:
+            return text.replace("Astor", "[NAME]")
+
+    class Keep:
+        def __init__(self):
+            self.traces = []
+
+        def export(self, spans):
+            self.traces.append(spans)
+
+    kept = Keep()
+    model = ScriptedModel(call("putt", meters=3), bandoneon.ServerError("Astor's card 4111-1111-1111-1111 declined"))
+    agent, tracing = traced(model, plugins=[Guard()], redact=[r"\d{4}-\d{4}-\d{4}-\d{4}"], exporters=[kept])
+    with pytest.raises(bandoneon.ServerError):
+        agent.run_sync("Astor plays hole 1")
+    (exported,) = kept.traces
+    for text in (repr(exported), repr(tracing.traces), repr(tracing.memory.spans), repr([s.to_json() for s in exported])):
+        assert "Astor" not in text and "4111" not in text
+    (run,) = by_kind(exported, "run")
+    assert run.status == "error" and "[NAME]" in run.error and "[REDACTED]" in run.error
+    assert [s.span_id for s in exported] == [s.span_id for s in tracing.memory.last]  # built once, shared

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .exporters import Exporter, InMemoryExporter, JsonlExporter, TraceFileError, read_jsonl
 from .plugin import Tracing
 from .pricing import Price, PriceTable, cost_of
+from .recording import Trace
 from .redaction import Redactor
 from .show import render_html, render_text
 from .spans import Span, SpanEvent
@@ -19,6 +20,7 @@ __all__ = [
     "Redactor",
     "Span",
     "SpanEvent",
+    "Trace",
     "TraceFileError",
     "Tracing",
     "cost_of",

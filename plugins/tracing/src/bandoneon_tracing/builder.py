@@ -26,22 +26,22 @@ import attrs
 import bandoneon
 
 from .pricing import PriceTable
+from .recording import Draft, Trace
 from .redaction import Redactor
-from .spans import Span, SpanEvent, new_id
+from .spans import Kind, SpanEvent
 
 __all__ = ["RunTrace", "SpanBuilder", "TraceBuffer"]
 
 STATE_KEY: bandoneon.StashKey[RunTrace] = bandoneon.StashKey("tracing")
 
-_current_tool: contextvars.ContextVar[Span | None] = contextvars.ContextVar("bandoneon_tracing_tool", default=None)
+_current_tool: contextvars.ContextVar[Draft | None] = contextvars.ContextVar("bandoneon_tracing_tool", default=None)
 
 
 @attrs.define(eq=False)
 class TraceBuffer:
     """The spans of one trace, shared by a root run and its subagent runs."""
 
-    trace_id: str
-    spans: list[Span] = attrs.field(factory=list)
+    spans: list[Draft] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
@@ -51,23 +51,26 @@ class RunTrace:
     buffer: TraceBuffer
     is_root: bool
     redactor: Redactor
-    run_span: Span = attrs.field(init=False)
-    turn_span: Span | None = None
-    turn_spans: dict[int, Span] = attrs.field(factory=dict)
-    model_span: Span | None = None
+    run_span: Draft = attrs.field(init=False)
+    turn_span: Draft | None = None
+    turn_spans: dict[int, Draft] = attrs.field(factory=dict)
+    model_span: Draft | None = None
     response_model: str | None = None
-    tools: dict[str, Span] = attrs.field(factory=dict)
+    tools: dict[str, Draft] = attrs.field(factory=dict)
     seen_calls: set[str] = attrs.field(factory=set)
 
 
 class SpanBuilder:
     """One per plugin instance. ``export`` is called with each finished trace; ``redactor_for``
-    gives the redaction rules of an agent (tracing's own, plus that agent's guard)."""
+    gives the redaction rules of an agent (tracing's own, plus that agent's guard).
+
+    Handlers record raw values on ``Draft``s (see ``recording``): cleaning, redaction and ids
+    wait until someone reads the trace, so recording stays off the agent's bill."""
 
     def __init__(
         self,
         *,
-        export: Callable[[list[Span]], None],
+        export: Callable[[Trace], None],
         prices: PriceTable,
         redactor_for: Callable[[bandoneon.Agent], Redactor],
         capture_content: bool,
@@ -83,33 +86,25 @@ class SpanBuilder:
 
     # ---------------------------------------------------------------- helpers
 
-    def _open(self, state: RunTrace, name: str, kind: Any, parent: Span | None, attributes: dict[str, Any]) -> Span:
-        buffer = state.buffer
-        span = Span(name, kind, buffer.trace_id, new_id(), parent.span_id if parent else None, self.clock(), attributes=_clean(state, attributes))
-        buffer.spans.append(span)
+    def _open(self, state: RunTrace, name: str, kind: Kind, parent: Draft | None, attributes: dict[str, Any]) -> Draft:
+        span = Draft(name, kind, parent, self.clock(), attributes, state.redactor)
+        state.buffer.spans.append(span)
         return span
 
-    def _close(self, state: RunTrace, span: Span | None, error: str | None = None) -> None:
+    def _close(self, span: Draft | None, error: str | None = None) -> None:
         if span is None or span.end is not None:
             return
         span.end = self.clock()
         if error is not None:
-            span.fail(state.redactor.text(error))
+            span.error = error
 
     def _content(self, text: str, limit: int = 4000) -> str | None:
         if not self.capture_content:
             return None
         return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
 
-    def _usage_attributes(self, model: str | None, usage: bandoneon.Usage) -> dict[str, Any]:
-        cost = self.prices.cost(model, usage)
-        return {
-            "gen_ai.usage.input_tokens": usage.input_tokens,
-            "gen_ai.usage.output_tokens": usage.output_tokens,
-            "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens or None,
-            "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens or None,
-            "bandoneon.cost": cost,
-        }
+    def _priced(self, model: str | None, usage: bandoneon.Usage) -> tuple[bandoneon.Usage, float | None]:
+        return usage, self.prices.cost(model, usage)
 
     # ---------------------------------------------------------------- events
 
@@ -118,16 +113,21 @@ class SpanBuilder:
         # forwarded as is to its parent's run would otherwise land in the parent's spans.
         if run is None or event.run_id != run.run_id:
             return
+        if event.name == "run_start":
+            self._start_run(run)
+            return
         method = _HANDLERS.get(event.name)
         if method is not None:
-            method(self, run, event)
+            state = run.stash.get(STATE_KEY)
+            if state is not None:
+                method(self, run, state, event)
 
-    def _on_run_start(self, run: bandoneon.RunContext, event: bandoneon.RunStart) -> None:
+    def _start_run(self, run: bandoneon.RunContext) -> None:
         parent_state: RunTrace | None = run.parent.stash.get(STATE_KEY) if run.parent is not None else None
         if parent_state is not None:
             buffer, parent_span, is_root = parent_state.buffer, _parent_for_child(parent_state), False
         else:
-            buffer, parent_span, is_root = TraceBuffer(new_id(16)), None, True
+            buffer, parent_span, is_root = TraceBuffer(), None, True
         state = RunTrace(buffer, is_root, self.redactor_for(run.agent))
         agent_name = run.agent.name
         state.run_span = self._open(
@@ -141,11 +141,11 @@ class SpanBuilder:
                 "gen_ai.request.model": _model_of(run),
                 "gen_ai.provider.name": getattr(run.provider, "name", None),
                 "bandoneon.run_id": run.run_id,
-                "bandoneon.parent_run_id": event.parent_run_id,
+                "bandoneon.parent_run_id": run.parent.run_id if run.parent is not None else None,
                 "bandoneon.depth": run.depth,
-                "bandoneon.prompt": self._content(event.prompt),
+                "bandoneon.prompt": self._content(run.prompt),
                 # Images and files as kind, type, size and digest: never their bytes.
-                "bandoneon.prompt.parts": [bandoneon.describe_part(p) for p in run.prompt_parts if p.kind != "text"] or None,
+                "bandoneon.prompt.parts": [bandoneon.describe_part(p) for p in run.prompt_parts if p.kind != "text"] or None if run.prompt_parts else None,
                 # The tools the run had (not only those it called): an eval case made from this
                 # trace (`bandoneon eval add-case`) says what the model could choose from.
                 "bandoneon.tools": sorted(run.tools) or None,
@@ -153,17 +153,11 @@ class SpanBuilder:
         )
         run.stash[STATE_KEY] = state
 
-    def _on_turn_start(self, run: bandoneon.RunContext, event: bandoneon.TurnStart) -> None:
-        state = _state(run)
-        if state is None:
-            return
-        self._close(state, state.turn_span)
+    def _on_turn_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnStart) -> None:
+        self._close(state.turn_span)
         state.turn_span = state.turn_spans[event.turn] = self._open(state, f"turn {event.turn}", "turn", state.run_span, {"bandoneon.turn": event.turn})
 
-    def _on_provider_request(self, run: bandoneon.RunContext, event: bandoneon.ProviderRequest) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_provider_request(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRequest) -> None:
         if event.attempt > 1 and state.model_span is not None and state.model_span.end is None:
             state.model_span.events.append(SpanEvent("attempt", self.clock(), {"bandoneon.attempt": event.attempt}))
             return
@@ -187,63 +181,48 @@ class SpanBuilder:
             },
         )
 
-    def _on_model_fallback(self, run: bandoneon.RunContext, event: bandoneon.ModelFallback) -> None:
+    def _on_model_fallback(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ModelFallback) -> None:
         """The failing model's span ends with its error; the next request opens the fallback's."""
-        state = _state(run)
-        if state is None or state.model_span is None:
+        if state.model_span is None:
             return
         state.model_span.attributes["bandoneon.fallback_to"] = event.to_model
-        self._close(state, state.model_span, event.error)
-        state.run_span.events.append(
-            SpanEvent("model_fallback", self.clock(), _clean(state, {"bandoneon.from_model": event.from_model, "bandoneon.to_model": event.to_model}))
-        )
+        self._close(state.model_span, event.error)
+        state.run_span.events.append(SpanEvent("model_fallback", self.clock(), {"bandoneon.from_model": event.from_model, "bandoneon.to_model": event.to_model}))
 
-    def _on_provider_retry(self, run: bandoneon.RunContext, event: bandoneon.ProviderRetry) -> None:
-        state = _state(run)
-        if state is None or state.model_span is None:
-            return
+    def _on_provider_retry(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRetry) -> None:
         span = state.model_span
+        if span is None:
+            return
         span.attributes["bandoneon.retries"] = event.attempt
         span.events.append(
-            SpanEvent(
-                "retry",
-                self.clock(),
-                _clean(state, {"bandoneon.attempt": event.attempt, "bandoneon.delay": event.delay, "error.message": event.error}),
-            )
+            SpanEvent("retry", self.clock(), {"bandoneon.attempt": event.attempt, "bandoneon.delay": event.delay, "error.message": event.error})
         )
 
-    def _on_assistant_message(self, run: bandoneon.RunContext, event: bandoneon.AssistantMessage) -> None:
-        state = _state(run)
-        if state is None or state.model_span is None:
-            return
+    def _on_assistant_message(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.AssistantMessage) -> None:
         span = state.model_span
+        if span is None:
+            return
         state.response_model = event.model
         message = event.message
-        span.attributes.update(
-            _clean(
-                state,
-                {
-                    "gen_ai.response.model": event.model,
-                    "gen_ai.response.finish_reasons": [event.finish_reason],
-                    "bandoneon.tool_calls": [call.name for call in message.tool_calls] or None,
-                    "bandoneon.output": self._content(message.content) if message.content else None,
-                    # The model's reasoning (OpenAI-compatible reasoning fields, <think>, Anthropic
-                    # thinking); redacted blocks are opaque and are not shown.
-                    "bandoneon.thinking": self._content(thinking) if (thinking := _thinking_text(message)) else None,
-                }
-            )
-        )
-        self._close(state, span, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
+        attributes = span.attributes
+        attributes["gen_ai.response.model"] = event.model
+        attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]
+        if message.tool_calls:
+            attributes["bandoneon.tool_calls"] = [call.name for call in message.tool_calls]
+        if message.content:
+            attributes["bandoneon.output"] = self._content(message.content)
+        # The model's reasoning (OpenAI-compatible reasoning fields, <think>, Anthropic
+        # thinking); redacted blocks are opaque and are not shown.
+        if message.thinking and (thinking := _thinking_text(message)):
+            attributes["bandoneon.thinking"] = self._content(thinking)
+        self._close(span, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
 
-    def _on_tool_start(self, run: bandoneon.RunContext, event: bandoneon.ToolStart) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_tool_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolStart) -> None:
         span = self._tool_span(state, event.call)
         state.tools[event.call.id] = span
         _current_tool.set(span)
 
-    def _tool_span(self, state: RunTrace, call: bandoneon.ToolCall) -> Span:
+    def _tool_span(self, state: RunTrace, call: bandoneon.ToolCall) -> Draft:
         state.seen_calls.add(call.id)
         parent = state.turn_span if state.turn_span is not None else state.run_span
         # Arguments on every tool span, refused and unknown calls included: with the model
@@ -261,81 +240,55 @@ class SpanBuilder:
             },
         )
 
-    def _on_tool_refused(self, run: bandoneon.RunContext, event: bandoneon.ToolRefused) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_tool_refused(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolRefused) -> None:
         span = self._tool_span(state, event.call)
         span.attributes["bandoneon.tool.refused"] = True
-        self._close(state, span, f"refused: {event.reason}")
+        self._close(span, f"refused: {event.reason}")
 
-    def _on_tool_end(self, run: bandoneon.RunContext, event: bandoneon.ToolEnd) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_tool_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolEnd) -> None:
         span = state.tools.pop(event.call.id, None)
         if span is None:
             return
         if _current_tool.get() is span:
             _current_tool.set(None)
-        output = self._content(event.output)
-        if output is not None:
-            span.attributes["bandoneon.tool.output"] = output if state.redactor.is_noop else state.redactor.text(output)
-        self._close(state, span, (event.output[:500] or "the tool failed") if event.is_error else None)
+        span.attributes["bandoneon.tool.output"] = self._content(event.output)
+        self._close(span, (event.output[:500] or "the tool failed") if event.is_error else None)
 
     def tool_answered_without_running(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
         """A call that never got ``tool_start`` (unknown tool, broken arguments): an instant error span."""
-        state = _state(run)
+        state = run.stash.get(STATE_KEY)
         if state is None or result.call.id in state.seen_calls:
             return
         span = self._tool_span(state, result.call)
-        self._close(state, span, result.content[:500] if result.is_error else None)
+        self._close(span, result.content[:500] if result.is_error else None)
 
-    def _on_compaction(self, run: bandoneon.RunContext, event: bandoneon.CompactionDone) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_compaction(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.CompactionDone) -> None:
         target = state.turn_span or state.run_span
-        target.events.append(
-            SpanEvent("compaction", self.clock(), {"bandoneon.tokens_before": event.tokens_before, "bandoneon.tokens_after": event.tokens_after})
-        )
+        target.events.append(SpanEvent("compaction", self.clock(), {"bandoneon.tokens_before": event.tokens_before, "bandoneon.tokens_after": event.tokens_after}))
 
-    def _on_turn_end(self, run: bandoneon.RunContext, event: bandoneon.TurnEnd) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_turn_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnEnd) -> None:
         # Priced by the model that answered (a dated version of an alias) when the table knows it.
         model = state.response_model if self.prices.get(state.response_model) else _model_of(run)
-        usage_attributes = _clean(state, self._usage_attributes(model, event.usage))
+        usage = self._priced(model, event.usage)
         if state.model_span is not None:
-            state.model_span.attributes.update(usage_attributes)
+            state.model_span.usage = usage
         if state.turn_span is not None:
-            state.turn_span.attributes.update(usage_attributes)
-            self._close(state, state.turn_span)
+            state.turn_span.usage = usage
+            self._close(state.turn_span)
 
-    def _on_run_end(self, run: bandoneon.RunContext, event: bandoneon.RunEnd) -> None:
-        state = _state(run)
-        if state is None:
-            return
+    def _on_run_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.RunEnd) -> None:
         for span in [*state.tools.values(), state.model_span, state.turn_span]:
-            self._close(state, span, event.error or f"the run ended first ({event.reason})")
+            self._close(span, event.error or f"the run ended first ({event.reason})")
         state.tools.clear()
         if self.hook_timing:
             self._add_hook_calls(run, state)
         span = state.run_span
-        span.attributes.update(
-            _clean(
-                state,
-                {
-                    **self._usage_attributes(_model_of(run), event.usage),
-                    "bandoneon.stop_reason": event.reason,
-                    "bandoneon.turns": event.turns,
-                }
-            )
-        )
-        self._close(state, span, event.error)
+        span.usage = self._priced(_model_of(run), event.usage)
+        span.attributes["bandoneon.stop_reason"] = event.reason
+        span.attributes["bandoneon.turns"] = event.turns
+        self._close(span, event.error)
         if state.is_root:
-            self._export(list(state.buffer.spans))
+            self._export(Trace(state.buffer.spans))
 
     def _add_hook_calls(self, run: bandoneon.RunContext, state: RunTrace) -> None:
         """Each plugin hook call of the run as a ``hook`` event on its turn's span (events, not
@@ -356,35 +309,29 @@ class SpanBuilder:
 
 
 # The event handlers by event name, looked up once per event instead of built by getattr.
-_HANDLERS: dict[str, Callable[[SpanBuilder, bandoneon.RunContext, Any], None]] = {
+_HANDLERS: dict[str, Callable[[SpanBuilder, bandoneon.RunContext, RunTrace, Any], None]] = {
     name.removeprefix("_on_"): method for name, method in vars(SpanBuilder).items() if name.startswith("_on_")
 }
-
-
-def _clean(state: RunTrace, attributes: dict[str, Any]) -> dict[str, Any]:
-    """Drop unset attributes and redact the rest with the run's rules."""
-    redactor = state.redactor
-    if redactor.is_noop:
-        return {key: value for key, value in attributes.items() if value is not None}
-    return {key: redactor.value(value) for key, value in attributes.items() if value is not None}
-
-
-def _state(run: bandoneon.RunContext) -> RunTrace | None:
-    return run.stash.get(STATE_KEY)
 
 
 def _model_of(run: bandoneon.RunContext) -> str | None:
     return getattr(run.provider, "model", None) or None
 
 
-def _parent_for_child(parent: RunTrace) -> Span:
+def _parent_for_child(parent: RunTrace) -> Draft:
     current = _current_tool.get()
-    if current is not None and current.end is None and current.trace_id == parent.buffer.trace_id:
+    if current is not None and current.end is None and _root(current) is parent.buffer.spans[0]:
         return current
     running = [span for span in parent.tools.values() if span.end is None]
     if len(running) == 1:
         return running[0]
     return parent.turn_span if parent.turn_span is not None and parent.turn_span.end is None else parent.run_span
+
+
+def _root(span: Draft) -> Draft:
+    while span.parent is not None:
+        span = span.parent
+    return span
 
 
 def _thinking_text(message: bandoneon.Message) -> str:

@@ -1,7 +1,8 @@
 """Where finished traces go: memory (for tests and notebooks) and a JSONL file.
 
 An exporter is anything with ``export(spans)``; ``shutdown()`` is optional. Exporters get
-one whole trace per call, when its root run ends (on the event loop: an exporter that does
+one whole trace per call (a ``Trace``: a read-only sequence of spans, built when first read),
+when its root run ends (on the event loop: an exporter that does
 I/O queues the trace for a thread, as the JSONL and OpenTelemetry ones do). An exporter that
 raises is logged and skipped: a broken trace store never breaks the agent. ``flush()``, when
 an exporter has it, is called when an agent closes.
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .recording import Trace
 from .spans import Span
 from .writer import flush_all, schedule
 
@@ -30,25 +32,33 @@ class Exporter(Protocol):
 
 
 class InMemoryExporter:
-    """Keeps the last ``max_traces`` traces. ``spans`` is every kept span, oldest first."""
+    """Keeps the last ``max_traces`` traces. ``spans`` is every kept span, oldest first.
+
+    A tracing ``Trace`` is kept as it is, so its spans are built (and redacted) only if
+    someone reads them; any other sequence is copied."""
 
     def __init__(self, max_traces: int = 100):
-        self.traces: collections.deque[list[Span]] = collections.deque(maxlen=max_traces)
+        self._kept: collections.deque[Sequence[Span]] = collections.deque(maxlen=max_traces)
 
     def export(self, spans: Sequence[Span]) -> None:
-        self.traces.append(list(spans))
+        self._kept.append(spans if isinstance(spans, Trace) else list(spans))
+
+    @property
+    def traces(self) -> list[list[Span]]:
+        """The kept traces, oldest first."""
+        return [list(trace) for trace in self._kept]
 
     @property
     def spans(self) -> list[Span]:
-        return [span for trace in self.traces for span in trace]
+        return [span for trace in self._kept for span in trace]
 
     @property
     def last(self) -> list[Span]:
         """The spans of the most recent trace (empty when there is none)."""
-        return list(self.traces[-1]) if self.traces else []
+        return list(self._kept[-1]) if self._kept else []
 
     def clear(self) -> None:
-        self.traces.clear()
+        self._kept.clear()
 
 
 class JsonlExporter:

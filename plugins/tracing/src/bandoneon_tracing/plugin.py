@@ -12,6 +12,7 @@ import bandoneon
 from .builder import SpanBuilder
 from .exporters import InMemoryExporter, JsonlExporter
 from .pricing import PriceTable
+from .recording import Trace
 from .redaction import Redactor
 from .spans import Span
 
@@ -76,7 +77,7 @@ class Tracing(bandoneon.Plugin):
     @property
     def traces(self) -> list[list[Span]]:
         """The last traces kept in memory, oldest first."""
-        return list(self.memory.traces)
+        return self.memory.traces
 
     def flush(self) -> None:
         """Write what the exporters still queue (the JSONL file's batch) now. Called when an
@@ -90,7 +91,7 @@ class Tracing(bandoneon.Plugin):
             except Exception as exc:  # as in _export: never break the agent
                 log.warning("tracing: exporter %r failed to flush: %s: %s", sink, type(exc).__name__, exc)
 
-    def _export(self, spans: list[Span]) -> None:
+    def _export(self, spans: Trace) -> None:
         for sink in self._sinks:
             try:
                 sink.export(spans)

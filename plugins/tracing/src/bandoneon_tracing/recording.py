@@ -1,0 +1,123 @@
+"""Spans while a run records them, and the finished trace built from them when first read.
+
+Recording is on the agent's path, so it keeps raw values only: no ids, no redaction, no
+dropping of unset attributes. A finished ``Trace`` turns its drafts into ``Span``s once, when
+an exporter or a reader first looks at it (the JSONL writer on its own thread, the memory on
+``tracing.traces``): ids are drawn and every attribute, event and error is cleaned and
+redacted there, and the drafts (the raw values) are dropped. So what anyone reads is redacted,
+and a run whose trace nobody reads never pays for building it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import bandoneon
+
+from .redaction import Redactor
+from .spans import Kind, Span, SpanEvent, new_id
+
+__all__ = ["Draft", "Trace"]
+
+
+class Draft:
+    """A span being recorded: raw attributes (None values included), raw error text, and the
+    redaction rules of the run it belongs to (a subagent's agent may have its own guard)."""
+
+    __slots__ = ("attributes", "end", "error", "events", "kind", "name", "parent", "redactor", "span_id", "start", "usage")
+
+    def __init__(self, name: str, kind: Kind, parent: Draft | None, start: float, attributes: dict[str, Any], redactor: Redactor):
+        self.name = name
+        self.kind = kind
+        self.parent = parent
+        self.start = start
+        self.attributes = attributes
+        self.redactor = redactor
+        self.end: float | None = None
+        self.error: str | None = None
+        self.events: list[SpanEvent] = []
+        #: The tokens and their cost, turned into ``gen_ai.usage.*`` attributes when built.
+        self.usage: tuple[bandoneon.Usage, float | None] | None = None
+        self.span_id = ""
+
+    def to_span(self, trace_id: str) -> Span:
+        redactor = self.redactor
+        attributes = self.attributes if self.usage is None else {**self.attributes, **_usage_attributes(*self.usage)}
+        return Span(
+            self.name,
+            self.kind,
+            trace_id,
+            self.span_id,
+            self.parent.span_id if self.parent is not None else None,
+            self.start,
+            self.end,
+            "ok" if self.error is None else "error",
+            None if self.error is None else redactor.text(self.error),
+            _clean(redactor, attributes),
+            [SpanEvent(event.name, event.time, _clean(redactor, event.attributes)) for event in self.events],
+        )
+
+
+class Trace(Sequence[Span]):
+    """A finished trace: a read-only sequence of spans, built from the drafts on first read
+    (once, under a lock: the JSONL writer thread and a reader may both ask)."""
+
+    __slots__ = ("_drafts", "_lock", "_spans")
+
+    def __init__(self, drafts: list[Draft]):
+        self._drafts: list[Draft] | None = drafts
+        self._spans: list[Span] | None = None
+        self._lock = threading.Lock()
+
+    def _built(self) -> list[Span]:
+        spans = self._spans
+        if spans is None:
+            with self._lock:
+                if self._spans is None:
+                    assert self._drafts is not None
+                    self._spans = _build(self._drafts)
+                    self._drafts = None
+                spans = self._spans
+        return spans
+
+    @overload
+    def __getitem__(self, index: int) -> Span: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Span]: ...
+    def __getitem__(self, index: int | slice) -> Span | list[Span]:
+        return self._built()[index]
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __iter__(self) -> Iterator[Span]:
+        return iter(self._built())
+
+    def __repr__(self) -> str:
+        return f"Trace({self._built()!r})"
+
+
+def _build(drafts: list[Draft]) -> list[Span]:
+    trace_id = new_id(16)
+    for draft in drafts:
+        draft.span_id = new_id()
+    return [draft.to_span(trace_id) for draft in drafts]
+
+
+def _usage_attributes(usage: bandoneon.Usage, cost: float | None) -> dict[str, Any]:
+    return {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens or None,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens or None,
+        "bandoneon.cost": cost,
+    }
+
+
+def _clean(redactor: Redactor, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Drop unset attributes and redact the rest with the run's rules."""
+    if redactor.is_noop:
+        return {key: value for key, value in attributes.items() if value is not None}
+    return {key: redactor.value(value) for key, value in attributes.items() if value is not None}
