@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bandoneon
 import pytest
-from bandoneon.testing import FaultyDisk, FunctionModel, ScriptedModel, call
+from bandoneon.testing import FaultyDisk, FunctionModel, ScriptedModel, WriteLog, call
 from bandoneon_sessions import JsonlStore, Sessions
 
 
@@ -46,6 +46,20 @@ def test_each_mode_waits_for_the_disk_as_often_as_it_says_and_keeps_every_messag
     loaded = store.load("s-1")
     assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "assistant"]
     assert loaded.usage.requests == 2  # the usage record rode along, synced or not
+
+
+@pytest.mark.parametrize(("durability", "writes"), [("turn", 3), ("os", 3), ("run", 1)])
+def test_the_answer_is_written_with_the_runs_usage_in_one_write_when_the_run_ends(tmp_path, durability, writes):
+    store = JsonlStore(tmp_path)
+    agent, plugin = agent_on(store, ScriptedModel(call("weigh", grams=250), "A quarter kilo."), durability)
+    with WriteLog() as disk:
+        agent.run_sync("Weigh it.")
+    plugin.close()
+    assert len(disk.calls) == writes  # the calls before the tool ran, its result, then the answer and the usage
+    answer, usage = store.file("s-1").read_bytes().splitlines()[-2:]
+    assert b'"A quarter kilo."' in answer and b'"type":"usage"' in usage
+    start, end = disk.calls[-1]
+    assert end - start > len(answer) + len(usage)
 
 
 @pytest.mark.parametrize(("durability", "on_disk_at_second_call"), [("turn", 3), ("os", 3), ("run", 0)])

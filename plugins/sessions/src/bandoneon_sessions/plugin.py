@@ -62,10 +62,10 @@ class Sessions(bandoneon.Plugin):
     - ``"turn"`` (default): write-ahead. A turn's tool calls are written, with the messages
       before them, and flushed to disk (one fsync) before any of its tools runs; each tool
       result is written (no fsync) as soon as its call finishes, and rides down with the next
-      flush; a turn without tool calls (the answer) is written and flushed when it ends. A
-      2-turn run (one tool turn, one answer) costs two fsyncs. A killed process loses no
-      finished call; a power loss loses at most the turn under way and the results written
-      since the last flush. The run's usage record rides along without a sync of its own.
+      flush; the answer (a turn without tool calls) is written with the run's usage and
+      flushed when the run ends. A 2-turn run (one tool turn, one answer) costs two fsyncs.
+      A killed process loses no finished call; a power loss loses at most the turn under way
+      (an answer is under way until its run ends) and the results written since the last flush.
     - ``"run"``: one write and one fsync per run; a crash loses the run under way, and the
       calls it made may run again when the run is asked again (nothing of them was saved).
     - ``"os"``: the same writes as ``"turn"``, the flush left to the OS: survives the process
@@ -183,20 +183,22 @@ class Sessions(bandoneon.Plugin):
             log.warning("session %r: the result of %s could not be written yet (%s); it goes with the next write", self.session_id, result.call.name, exc)
 
     @bandoneon.hookimpl
-    async def after_turn(self, run: bandoneon.RunContext) -> None:
-        if self.durability == "run":
+    async def after_turn(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> None:
+        """A turn with tool calls is in the session when it ends. An answer (no tool calls)
+        waits for the end of its run, written with the run's usage: one write, not two."""
+        if self.durability == "run" or not turn.has_tool_calls:
             return
         written = self._written
         # A turn whose calls were written ahead leaves only results (flushed with the next
-        # turn's write); any other turn carries a model message, flushed now under "turn".
+        # write); calls no tool ran for (refused, cut off) are flushed now under "turn".
         await self._flush(run, sync=self.durability == "turn" and written.ahead is None)
         written.end_turn()
 
     @bandoneon.hookimpl
     async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:
         try:
-            # Whatever the run left unflushed goes down now (under "turn", only results of a
-            # run that ended right after its tools; a usage record alone never waits for the disk).
+            # Whatever the run left unflushed goes down now: its answer, or the results of a run
+            # that ended right after its tools (a usage record alone never waits for the disk).
             await self._flush(run, usage=result.usage, sync=self.durability != "os", only_if_needed=True)
         finally:
             self._written.end_turn()
