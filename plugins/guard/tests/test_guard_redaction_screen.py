@@ -72,3 +72,12 @@ def test_the_needles_of_the_default_secrets_are_literal_texts_of_their_matches()
     assert required_texts(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@") == {"://"}
     assert required_texts(r"(?i)secret") is None
     assert required_texts(r"\b\d{8}[A-Z]\b") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.sampled_from([0, 150, 199, 200, 201, 5000]))
+def test_the_screen_is_the_same_on_short_and_long_text(text, padding):
+    """Short texts are screened with one regex and long ones needle by needle: both must agree."""
+    padded = "." * padding + text
+    enforcer = Enforcer(Policy(redactions=DEFAULT_SECRETS), label="guard")
+    assert enforcer.redact(padded) == _one_by_one(DEFAULT_SECRETS, padded)

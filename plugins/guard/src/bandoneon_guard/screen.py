@@ -116,6 +116,10 @@ def required_texts(pattern: str) -> frozenset[str] | None:
         return None
 
 
+#: Up to this many characters, the needles are looked for with one regex (see ``Screen``).
+_SHORT_TEXT = 200
+
+
 class Screen:
     """Answers "could any of these redactions change ``text``?" cheaply; False is certain."""
 
@@ -130,12 +134,19 @@ class Screen:
                 needles |= texts
         # A text that contains another needle adds nothing: wherever it is, that one is.
         self._needles = tuple(sorted(n for n in needles if not any(other != n and other in n for other in needles)))
+        # The same needles as one alternation: on a short text one regex pass beats a Python
+        # loop of substring searches (half the time at 20 characters); on a long one the loop wins.
+        self._any_needle = re.compile("|".join(map(re.escape, self._needles))) if self._needles else None
         self._rest, self._rest_one_by_one = _joined(rest)
 
     def may_match(self, text: str) -> bool:
-        for needle in self._needles:  # a plain loop: a generator's frames cost more than the searches
-            if needle in text:
+        if len(text) <= _SHORT_TEXT:
+            if self._any_needle is not None and self._any_needle.search(text) is not None:
                 return True
+        else:
+            for needle in self._needles:  # a plain loop: a generator's frames cost more than the searches
+                if needle in text:
+                    return True
         if self._rest_one_by_one:
             return True
         return self._rest is not None and self._rest.search(text) is not None
