@@ -194,6 +194,19 @@ def test_a_run_with_nothing_changed_stats_the_root_and_each_skill_md_once(skills
     assert sorted(stats) == sorted([str(skills_dir), *(str(skills_dir / n / "SKILL.md") for n in ("cakes", "trays", "quotes"))])
 
 
+@pytest.mark.filterwarnings("ignore:.*does not exist")  # the missing folder is reported: another test's subject
+def test_a_skills_folder_made_after_a_run_is_seen_by_the_next_run(tmp_path, write_skill):
+    later = tmp_path / "not-yet"
+    model = ScriptedModel("first", "second")
+    agent = agent_with(Skills(folders=[later], packs=[], strict=False), model=model)
+    agent.run_sync("hi")
+    later.mkdir()
+    write_skill(later, "trays")
+    agent.run_sync("hi again")
+    assert "`trays`" not in model.requests[0].system_prompt
+    assert "`trays`" in model.requests[1].system_prompt
+
+
 def test_an_unchanged_file_is_not_read_again(skills_dir, write_skill, monkeypatch):
     import bandoneon_skills.sources as sources
 

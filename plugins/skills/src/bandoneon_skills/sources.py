@@ -105,15 +105,17 @@ class FolderSource:
     def _unchanged(self) -> bool:
         """Whether every watched path still has the stat it had after the last scan (one
         ``stat`` each, stopping at the first that changed)."""
-        stat = os.stat
+        stat, exists = os.stat, os.access
         for path, key in zip(self._watched, self._fingerprint, strict=True):
+            if key is None:  # missing last time (a default folder nobody made): still missing?
+                if exists(path, os.F_OK):  # a bool, not a stat's OSError per run
+                    return False
+                continue
             try:
                 found = stat(path)
             except OSError:
-                if key is not None:
-                    return False
-                continue
-            if key is None or key != (found.st_mtime_ns, found.st_ctime_ns, found.st_size):
+                return False
+            if key != (found.st_mtime_ns, found.st_ctime_ns, found.st_size):
                 return False
         return True
 
