@@ -133,6 +133,22 @@ async def _loop_overhead_awaited(scale: Scale) -> tuple[str, bandoneon.Agent]:
     if cpu_bound is not None:
         value = medians["bandoneon, every installed plugin but sessions"]
         lines.append(f"- every installed plugin active but sessions: {us(value)}; target ≤ 250 µs: {_verdict(value, 250e-6)}")
+        if all_active is not None:
+            import tempfile
+
+            from bandoneon_sessions.stores import default_sessions_path
+
+            # On the disk the sessions plugin writes to by default (where the agent above writes).
+            default_sessions_path().mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=default_sessions_path()) as folder:
+                floor = _fdatasync_floor(Path(folder))
+            # Sessions' own target (durability "turn", its default: two fdatasyncs per run), on top.
+            everything_target = 250e-6 + 1.2 * 2 * floor + 30e-6
+            everything_value = medians["bandoneon, every installed plugin active"]
+            lines.append(
+                f"- with sessions too: {us(everything_value)}; target ≤ 250 µs + sessions' (1.2 × 2 × the fdatasync floor of "
+                f"{us(floor)} + 30 µs) = {us(everything_target)}: {_verdict(everything_value, everything_target)}"
+            )
     return "\n".join(lines) + "\n", defaults
 
 
