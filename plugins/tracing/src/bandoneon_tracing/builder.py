@@ -80,14 +80,15 @@ class SpanBuilder:
         self._export = export
         self.hook_timing = hook_timing
         self.prices = prices
+        self.has_prices = bool(prices)
         self.redactor_for = redactor_for
         self.capture_content = capture_content
         self.clock = clock
 
     # ---------------------------------------------------------------- helpers
 
-    def _open(self, state: RunTrace, name: str, kind: Kind, parent: Draft | None, attributes: dict[str, Any]) -> Draft:
-        span = Draft(name, kind, parent, self.clock(), attributes, state.redactor)
+    def _open(self, state: RunTrace, kind: Kind, subject: object, parent: Draft | None, attributes: dict[str, Any]) -> Draft:
+        span = Draft(kind, subject, parent, self.clock(), attributes, state.redactor)
         state.buffer.spans.append(span)
         return span
 
@@ -103,8 +104,13 @@ class SpanBuilder:
             return None
         return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
 
-    def _priced(self, model: str | None, usage: bandoneon.Usage) -> tuple[bandoneon.Usage, float | None]:
-        return usage, self.prices.cost(model, usage)
+    def _cost(self, run: bandoneon.RunContext, usage: bandoneon.Usage, answered_by: str | None = None) -> float | None:
+        """The provider's own figure, else the table's (an empty one is not even asked): by
+        the model that answered (a dated version of an alias) when the table knows it, else
+        by the model asked."""
+        if usage.cost is not None or not self.has_prices:
+            return usage.cost
+        return self.prices.cost(answered_by if self.prices.get(answered_by) else _model_of(run), usage)
 
     # ---------------------------------------------------------------- events
 
@@ -132,11 +138,10 @@ class SpanBuilder:
         agent_name = run.agent.name
         state.run_span = self._open(
             state,
-            f"invoke_agent {agent_name}",
             "run",
+            agent_name,
             parent_span,
             {
-                "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": agent_name,
                 "gen_ai.request.model": _model_of(run),
                 "gen_ai.provider.name": getattr(run.provider, "name", None),
@@ -155,7 +160,7 @@ class SpanBuilder:
 
     def _on_turn_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnStart) -> None:
         self._close(state.turn_span)
-        state.turn_span = state.turn_spans[event.turn] = self._open(state, f"turn {event.turn}", "turn", state.run_span, {"bandoneon.turn": event.turn})
+        state.turn_span = state.turn_spans[event.turn] = self._open(state, "turn", event.turn, state.run_span, {"bandoneon.turn": event.turn})
 
     def _on_provider_request(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRequest) -> None:
         if event.attempt > 1 and state.model_span is not None and state.model_span.end is None:
@@ -167,17 +172,15 @@ class SpanBuilder:
         request = event.request
         state.model_span = self._open(
             state,
-            f"chat {model}" if model else "chat",
             "model",
+            model,
             parent,
             {
-                "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": model,
                 "gen_ai.provider.name": getattr(run.provider, "name", None),
                 "bandoneon.turn": event.turn,
                 "bandoneon.messages": len(request.messages),
                 "bandoneon.tools_offered": len(request.tools),
-                "bandoneon.retries": 0,
             },
         )
 
@@ -229,11 +232,10 @@ class SpanBuilder:
         # span's text they are the model's whole reply, which a replay needs.
         return self._open(
             state,
-            f"execute_tool {call.name}",
             "tool",
+            call.name,
             parent,
             {
-                "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": call.name,
                 "gen_ai.tool.call.id": call.id,
                 "bandoneon.tool.arguments": self._content(call.arguments),
@@ -267,9 +269,7 @@ class SpanBuilder:
         target.events.append(SpanEvent("compaction", self.clock(), {"bandoneon.tokens_before": event.tokens_before, "bandoneon.tokens_after": event.tokens_after}))
 
     def _on_turn_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnEnd) -> None:
-        # Priced by the model that answered (a dated version of an alias) when the table knows it.
-        model = state.response_model if self.prices.get(state.response_model) else _model_of(run)
-        usage = self._priced(model, event.usage)
+        usage = (event.usage, self._cost(run, event.usage, answered_by=state.response_model))
         if state.model_span is not None:
             state.model_span.usage = usage
         if state.turn_span is not None:
@@ -283,7 +283,7 @@ class SpanBuilder:
         if self.hook_timing:
             self._add_hook_calls(run, state)
         span = state.run_span
-        span.usage = self._priced(_model_of(run), event.usage)
+        span.usage = (event.usage, self._cost(run, event.usage))
         span.attributes["bandoneon.stop_reason"] = event.reason
         span.attributes["bandoneon.turns"] = event.turns
         self._close(span, event.error)

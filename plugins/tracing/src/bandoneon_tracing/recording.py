@@ -22,15 +22,28 @@ from .spans import Kind, Span, SpanEvent, new_id
 __all__ = ["Draft", "Trace"]
 
 
+#: Per kind of span: the operation its name starts with (the rest is its subject: the agent,
+#: the turn, the model, the tool) and the attributes every span of that kind carries.
+_KINDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "run": ("invoke_agent", {"gen_ai.operation.name": "invoke_agent"}),
+    "turn": ("turn", {}),
+    "model": ("chat", {"gen_ai.operation.name": "chat", "bandoneon.retries": 0}),
+    "tool": ("execute_tool", {"gen_ai.operation.name": "execute_tool"}),
+}
+
+#: Building a trace is rare and short: one lock for all of them costs less than one each.
+_BUILDING = threading.Lock()
+
+
 class Draft:
     """A span being recorded: raw attributes (None values included), raw error text, and the
     redaction rules of the run it belongs to (a subagent's agent may have its own guard)."""
 
-    __slots__ = ("attributes", "end", "error", "events", "kind", "name", "parent", "redactor", "span_id", "start", "usage")
+    __slots__ = ("attributes", "end", "error", "events", "kind", "parent", "redactor", "span_id", "start", "subject", "usage")
 
-    def __init__(self, name: str, kind: Kind, parent: Draft | None, start: float, attributes: dict[str, Any], redactor: Redactor):
-        self.name = name
+    def __init__(self, kind: Kind, subject: object, parent: Draft | None, start: float, attributes: dict[str, Any], redactor: Redactor):
         self.kind = kind
+        self.subject = subject
         self.parent = parent
         self.start = start
         self.attributes = attributes
@@ -44,9 +57,12 @@ class Draft:
 
     def to_span(self, trace_id: str) -> Span:
         redactor = self.redactor
-        attributes = self.attributes if self.usage is None else {**self.attributes, **_usage_attributes(*self.usage)}
+        operation, defaults = _KINDS[self.kind]
+        attributes = {**defaults, **self.attributes}
+        if self.usage is not None:
+            attributes.update(_usage_attributes(*self.usage))
         return Span(
-            self.name,
+            operation if self.subject is None or self.subject == "" else f"{operation} {self.subject}",
             self.kind,
             trace_id,
             self.span_id,
@@ -64,17 +80,16 @@ class Trace(Sequence[Span]):
     """A finished trace: a read-only sequence of spans, built from the drafts on first read
     (once, under a lock: the JSONL writer thread and a reader may both ask)."""
 
-    __slots__ = ("_drafts", "_lock", "_spans")
+    __slots__ = ("_drafts", "_spans")
 
     def __init__(self, drafts: list[Draft]):
         self._drafts: list[Draft] | None = drafts
         self._spans: list[Span] | None = None
-        self._lock = threading.Lock()
 
     def _built(self) -> list[Span]:
         spans = self._spans
         if spans is None:
-            with self._lock:
+            with _BUILDING:
                 if self._spans is None:
                     assert self._drafts is not None
                     self._spans = _build(self._drafts)
