@@ -274,3 +274,27 @@ def test_a_trace_handed_to_an_exporter_or_kept_in_memory_shows_no_raw_text():
     (run,) = by_kind(exported, "run")
     assert run.status == "error" and "[NAME]" in run.error and "[REDACTED]" in run.error
     assert [s.span_id for s in exported] == [s.span_id for s in tracing.memory.last]  # built once, shared
+
+
+def test_a_kept_trace_does_not_keep_a_redacting_agent_alive():
+    """A guard's rules are the agent's: its trace is built when the run ends, so the trace kept
+    in memory holds redacted spans, not the agent that could redact them later."""
+    import gc
+    import weakref
+
+    @attrs.define
+    class Guard(bandoneon.Plugin):
+        name: ClassVar[str] = "guard"
+
+        @bandoneon.hookimpl
+        def redact_text(self, text: str) -> str:
+            return text.replace("Astor", "[NAME]")
+
+    agent, tracing = traced(ScriptedModel("Astor holed out"), plugins=[Guard()])
+    agent.run_sync("Astor plays hole 1")
+    gone = weakref.ref(agent)
+    del agent
+    gc.collect()
+    assert gone() is None
+    (run,) = by_kind(tracing.memory.last, "run")
+    assert run.attributes["bandoneon.prompt"] == "[NAME] plays hole 1"

@@ -39,9 +39,11 @@ _current_tool: contextvars.ContextVar[Draft | None] = contextvars.ContextVar("ba
 
 @attrs.define(eq=False)
 class TraceBuffer:
-    """The spans of one trace, shared by a root run and its subagent runs."""
+    """The spans of one trace, shared by a root run and its subagent runs. ``uses_agents``: a
+    run's redaction rules include its agent's (``agent.redact``)."""
 
     spans: list[Draft] = attrs.field(factory=list)
+    uses_agents: bool = False
 
 
 @attrs.define(eq=False)
@@ -135,6 +137,8 @@ class SpanBuilder:
         else:
             buffer, parent_span, is_root = TraceBuffer(), None, True
         state = RunTrace(buffer, is_root, self.redactor_for(run.agent))
+        if state.redactor.guard is not None:
+            buffer.uses_agents = True
         agent_name = run.agent.name
         state.run_span = self._open(
             state,
@@ -288,7 +292,12 @@ class SpanBuilder:
         span.attributes["bandoneon.turns"] = event.turns
         self._close(span, event.error)
         if state.is_root:
-            self._export(Trace(state.buffer.spans))
+            trace = Trace(state.buffer.spans)
+            if state.buffer.uses_agents:
+                # Built now, while the agents' rules are at hand: a kept trace must not keep
+                # its agents alive (and with them their history) until someone reads it.
+                trace.build()
+            self._export(trace)
 
     def _add_hook_calls(self, run: bandoneon.RunContext, state: RunTrace) -> None:
         """Each plugin hook call of the run as a ``hook`` event on its turn's span (events, not

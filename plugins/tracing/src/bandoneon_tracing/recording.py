@@ -5,7 +5,8 @@ dropping of unset attributes. A finished ``Trace`` turns its drafts into ``Span`
 an exporter or a reader first looks at it (the JSONL writer on its own thread, the memory on
 ``tracing.traces``): ids are drawn and every attribute, event and error is cleaned and
 redacted there, and the drafts (the raw values) are dropped. So what anyone reads is redacted,
-and a run whose trace nobody reads never pays for building it.
+and a run whose trace nobody reads never pays for building it. (The builder builds a trace at
+once when an agent's own rules redact it: drafts must not keep agents alive.)
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class Trace(Sequence[Span]):
         self._drafts: list[Draft] | None = drafts
         self._spans: list[Span] | None = None
 
-    def _built(self) -> list[Span]:
+    def build(self) -> list[Span]:
+        """The spans, built on the first call (by whoever reads first)."""
         spans = self._spans
         if spans is None:
             with _BUILDING:
@@ -102,16 +104,16 @@ class Trace(Sequence[Span]):
     @overload
     def __getitem__(self, index: slice) -> list[Span]: ...
     def __getitem__(self, index: int | slice) -> Span | list[Span]:
-        return self._built()[index]
+        return self.build()[index]
 
     def __len__(self) -> int:
-        return len(self._built())
+        return len(self.build())
 
     def __iter__(self) -> Iterator[Span]:
-        return iter(self._built())
+        return iter(self.build())
 
     def __repr__(self) -> str:
-        return f"Trace({self._built()!r})"
+        return f"Trace({self.build()!r})"
 
 
 def _build(drafts: list[Draft]) -> list[Span]:
