@@ -7,7 +7,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, overload
 
@@ -483,9 +483,21 @@ class Agent(Generic[DepsT, OutputT]):
     async def emit(self, event: Event, *, run: RunContext | None = None) -> None:
         """Publish an event to this agent's listeners and plugins, also outside a run
         (a heartbeat tick, a steering note). Listener errors are logged, never raised."""
-        await self._emit(run, event)
+        pending = self._emit(run, event)
+        if pending is not None:
+            await pending
 
-    async def _emit(self, run: RunContext | None, event: Event) -> None:
+    def _emit(self, run: RunContext | None, event: Event) -> Awaitable[None] | None:
+        """Deliver ``event`` now when nothing needs awaiting (no listeners, every ``on_event``
+        sync and unmeasured: the common case, a dozen events a run), and return None; else the
+        coroutine that delivers it."""
+        if not self._listeners:
+            hooks = self.hooks
+            if not hooks.implements(hookspecs.on_event) or hooks.observe_now(run, event):
+                return None
+        return self._emit_awaiting(run, event)
+
+    async def _emit_awaiting(self, run: RunContext | None, event: Event) -> None:
         for key in (event.name, "*") if self._listeners else ():
             for listener in self._listeners.get(key, ()):
                 try:

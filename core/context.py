@@ -6,7 +6,7 @@ Hooks grow by reading new attributes here, never by new arguments.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -80,7 +80,7 @@ class RunContext:
     #: The agent's event delivery (``Agent._emit``), set by ``Agent.new_run``; a context built by
     #: hand emits nothing. A bound method of the agent, not a closure over the run: the run
     #: would then hold itself, and every run would be left to the cyclic garbage collector.
-    _emit: Callable[[RunContext | None, Event], Any] | None = None
+    _emit: Callable[[RunContext | None, Event], Awaitable[None] | None] | None = None
 
     def append(self, message: Message) -> None:
         """Add a message to the working history and to the full transcript."""
@@ -105,4 +105,6 @@ class RunContext:
     async def emit(self, event: Event) -> None:
         """Publish an event to the agent's listeners and to plugins' ``on_event``."""
         if self._emit is not None:
-            await self._emit(self, event)
+            pending = self._emit(self, event)
+            if pending is not None:
+                await pending

@@ -305,6 +305,7 @@ class Hooks:
             ])
         self._impls = impls
         self._implemented = plan.implemented
+        self._observers_are_sync = not any(impl.is_async for impl in impls.get("on_event", ()))
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -349,6 +350,20 @@ class Hooks:
                 plugin=impl.plugin,
                 hook=hook,
             ) from None
+
+    def observe_now(self, run: RunContext | None, event: Event) -> bool:
+        """``on_event`` delivered right here when every implementation is sync and calls are
+        not measured (no coroutine, as ``_run`` would make); False, and nothing done, otherwise.
+        Errors are as in ``_run``: a plugin's failure is logged, never raised."""
+        if not self._observers_are_sync or "_invoke" in self.__dict__:
+            return False
+        kwargs = {"run": run, "event": event}
+        for impl in self._impls["on_event"]:
+            try:
+                self._start(impl, "on_event", kwargs)
+            except PluginError as exc:
+                _log.warning("%s (observer errors are not fatal)", exc)
+        return True
 
     def implements(self, spec: Callable[..., Any]) -> bool:
         """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""

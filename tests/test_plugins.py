@@ -381,3 +381,38 @@ def test_the_packed_environment_really_has_the_pack_in_every_agent():
     """Guards the `packed` tox env itself: its tests must not run pack-free by accident."""
     names = [bandoneon.plugin_name(p) for p in bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False).plugins]
     assert "policy-example" in names
+
+
+def test_sync_and_async_observers_and_listeners_see_the_same_events_in_order():
+    """A sync on_event is called on the spot (no coroutine); async ones and listeners are awaited."""
+
+    class SyncWatcher:
+        name = "sync-watcher"
+
+        def __init__(self):
+            self.seen = []
+
+        @hookimpl
+        def on_event(self, event):
+            self.seen.append(event.name)
+
+    class AsyncWatcher:
+        name = "async-watcher"
+
+        def __init__(self):
+            self.seen = []
+
+        @hookimpl
+        async def on_event(self, run, event):
+            self.seen.append(event.name)
+
+    alone = SyncWatcher()
+    agent_with(alone).run_sync("hi")
+    sync, other = SyncWatcher(), AsyncWatcher()
+    agent = agent_with(sync, other)
+    heard = []
+    agent.on("*", lambda event: heard.append(event.name))
+    agent.run_sync("hi")
+    assert sync.seen == other.seen == heard
+    assert alone.seen == [name for name in heard if not name.endswith("_delta")]  # a "*" listener asks for deltas
+    assert heard[0] == "run_start" and heard[-1] == "run_end"
