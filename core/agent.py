@@ -324,6 +324,8 @@ class Agent(Generic[DepsT, OutputT]):
         """
         if not self.redacts:
             return value
+        if isinstance(value, str):  # most calls (a trace attribute, a line): no walk, no closure
+            return self.hooks.redact_text(self, value)
         return _redacted(value, lambda text: self.hooks.redact_text(self, text))
 
     @property
