@@ -31,6 +31,17 @@ def drive(meters: int) -> str:
     raise bandoneon.ToolError("the ball is in the water")
 
 
+@attrs.define
+class NameGuard(bandoneon.Plugin):
+    """A stand-in for bandoneon-guard: masks one name in whatever stores keep."""
+
+    name: ClassVar[str] = "guard"
+
+    @bandoneon.hookimpl
+    def redact_text(self, text: str) -> str:
+        return text.replace("Astor", "[NAME]")
+
+
 def traced(model, *, tools=(putt,), plugins=(), **options):
     tracing = Tracing(**options)
     agent = bandoneon.Agent(model, tools=list(tools), plugins=[tracing, *plugins], context_files=False)
@@ -181,16 +192,8 @@ def test_a_subagent_run_nests_under_the_tool_call_that_started_it():
 
 
 def test_the_agents_store_redaction_and_our_own_rules_apply_to_span_attributes():
-    @attrs.define
-    class Guard(bandoneon.Plugin):
-        name: ClassVar[str] = "guard"
-
-        @bandoneon.hookimpl
-        def redact_text(self, text: str) -> str:
-            return text.replace("Astor", "[NAME]")
-
     model = ScriptedModel(call("putt", meters=3), "Astor holed out, card 4111-1111-1111-1111")
-    agent, tracing = traced(model, plugins=[Guard()], redact=[r"\d{4}-\d{4}-\d{4}-\d{4}"])
+    agent, tracing = traced(model, plugins=[NameGuard()], redact=[r"\d{4}-\d{4}-\d{4}-\d{4}"])
     agent.run_sync("Astor plays hole 1")
     spans = tracing.memory.last
     text = repr([s.attributes for s in spans])
@@ -248,14 +251,6 @@ def test_the_real_guard_plugins_redaction_rules_apply_to_spans():
 def test_a_trace_handed_to_an_exporter_or_kept_in_memory_shows_no_raw_text():
     """Spans are built when first read: whoever reads first, and however, sees redacted text."""
 
-    @attrs.define
-    class Guard(bandoneon.Plugin):
-        name: ClassVar[str] = "guard"
-
-        @bandoneon.hookimpl
-        def redact_text(self, text: str) -> str:
-            return text.replace("Astor", "[NAME]")
-
     class Keep:
         def __init__(self):
             self.traces = []
@@ -265,7 +260,7 @@ def test_a_trace_handed_to_an_exporter_or_kept_in_memory_shows_no_raw_text():
 
     kept = Keep()
     model = ScriptedModel(call("putt", meters=3), bandoneon.ServerError("Astor's card 4111-1111-1111-1111 declined"))
-    agent, tracing = traced(model, plugins=[Guard()], redact=[r"\d{4}-\d{4}-\d{4}-\d{4}"], exporters=[kept])
+    agent, tracing = traced(model, plugins=[NameGuard()], redact=[r"\d{4}-\d{4}-\d{4}-\d{4}"], exporters=[kept])
     with pytest.raises(bandoneon.ServerError):
         agent.run_sync("Astor plays hole 1")
     (exported,) = kept.traces
@@ -282,15 +277,7 @@ def test_a_kept_trace_does_not_keep_a_redacting_agent_alive():
     import gc
     import weakref
 
-    @attrs.define
-    class Guard(bandoneon.Plugin):
-        name: ClassVar[str] = "guard"
-
-        @bandoneon.hookimpl
-        def redact_text(self, text: str) -> str:
-            return text.replace("Astor", "[NAME]")
-
-    agent, tracing = traced(ScriptedModel("Astor holed out"), plugins=[Guard()])
+    agent, tracing = traced(ScriptedModel("Astor holed out"), plugins=[NameGuard()])
     agent.run_sync("Astor plays hole 1")
     gone = weakref.ref(agent)
     del agent
