@@ -79,9 +79,12 @@ def ctrl_c(command: str, cwd: object) -> tuple[subprocess.CompletedProcess[str],
     SIGINT then, and return what it did and how many pieces it generated in all."""
     code = textwrap.dedent(
         f"""
-        import atexit, sys
+        import atexit, signal, sys
         import bandoneon
         from bandoneon import cli
+        # Ctrl-C as a terminal delivers it, however the suite was started (a background job
+        # starts with SIGINT ignored, and so would this child).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         pieces = []
         original = bandoneon.Agent.__init__
         def init(self, *args, **kwargs):
