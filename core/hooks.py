@@ -552,13 +552,8 @@ class Hooks:
         self.call_sync(hookspecs.check_tools, agent=agent, tools=tools)
 
     def redact_text(self, agent: Agent[Any, Any], text: str) -> str:
-        """Chained, as the spec says; written out because stores call it for every string they
-        keep (a trace's attributes, a session's messages), where ``call_sync``'s generic checks cost."""
-        for impl in self._impls["redact_text"]:
-            result = self._invoke_sync(impl, "redact_text", {"agent": agent, "text": text})
-            if result is not None:
-                text = result
-        return text
+        answer: str = self.call_sync(hookspecs.redact_text, agent=agent, text=text)
+        return answer
 
     def register_tools(self, agent: Agent[Any, Any]) -> list[Tool]:
         return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
