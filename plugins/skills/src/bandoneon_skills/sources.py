@@ -107,7 +107,7 @@ class FolderSource:
         ``stat`` each, stopping at the first that changed)."""
         stat, exists = os.stat, os.access
         for path, key in zip(self._watched, self._fingerprint, strict=True):
-            if key is None:  # missing last time (a default folder nobody made): still missing?
+            if key is None:  # missing last time (strict=False, or removed since): still missing?
                 if exists(path, os.F_OK):  # a bool, not a stat's OSError per run
                     return False
                 continue
