@@ -69,6 +69,7 @@ class Library:
     _reported: set[str] = attrs.field(factory=set, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _scans: list[tuple[list[Skill], list[str]]] | None = attrs.field(default=None, init=False)
+    _limits_tools: bool = attrs.field(default=False, init=False)
 
     def refresh(self, *, report_problems: bool = True) -> dict[str, Skill]:
         """Re-scan every source (unchanged files come from cache) and merge the layers.
@@ -111,6 +112,7 @@ class Library:
                         notices.append(f"skill {name!r} from {_where(skill)} overrides the one from {_where(below)}")
                     merged[name] = skill
             self._skills = dict(sorted(merged.items()))
+            self._limits_tools = any(skill.allowed_tools is not None for skill in merged.values())
             self._problems = problems
             for notice in notices:
                 self._report(notice)
@@ -134,7 +136,7 @@ class Library:
     @property
     def limits_tools(self) -> bool:
         """Whether any skill of the catalog sets ``allowed-tools`` (if none does, nothing is limited)."""
-        return any(skill.allowed_tools is not None for skill in self._skills.values())
+        return self._limits_tools  # known once per catalog: asked before every tool call
 
     @property
     def problems(self) -> list[str]:
