@@ -50,6 +50,7 @@ from .events import (
 from .files import AppendFile, append_durably, import_object, unusable_sqlite, write_atomically
 from .hooktiming import HookCall, HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
+from .jsontext import dumps_compact, unstructure_json
 from .messages import (
     Message,
     ModelReply,
@@ -203,6 +204,7 @@ __all__ = [
     "build_plugin",
     "classify_status",
     "describe_part",
+    "dumps_compact",
     "event_names",
     "hookimpl",
     "hookspec",
@@ -225,5 +227,6 @@ __all__ = [
     "structure",
     "tool",
     "unstructure",
+    "unstructure_json",
     "write_atomically",
 ]

@@ -24,17 +24,16 @@ Each line stands alone, so any number of records can be written in one call. For
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 import bandoneon
 
-__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "replay", "unframe"]
+__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_text", "message_text", "replay", "unframe", "usage_text"]
 
 FORMAT_VERSION = 2
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
@@ -76,26 +75,21 @@ class LoadedSession:
         return self.created_at is not None
 
 
-def _record_encoder() -> Callable[[Any], str]:
-    """Compact JSON, built once: ``JSONEncoder.encode`` builds a new C encoder and a cycle
-    check for every call, a quarter of the cost of a small record (records hold no cycles)."""
-    options = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
-    make = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
-    if make is None:  # a Python without the C accelerator
-        return options.encode
-    encoder = make(None, options.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    return lambda value: "".join(encoder(value, 0))
-
-
 #: The JSON text of one record, as ``json.dumps(record, ensure_ascii=False, separators=(",", ":"))``.
-encode = _record_encoder()
+encode = bandoneon.dumps_compact
 
 CLEAR: dict[str, Any] = {"type": "clear"}
+CLEAR_TEXT = encode(CLEAR)
 
 
 def frame(record: dict[str, Any]) -> bytes:
     """One JSONL line: the record, a tab, its CRC-32 (JSON text never holds a raw tab)."""
-    body = encode(record).encode()
+    return frame_text(encode(record))
+
+
+def frame_text(text: str) -> bytes:
+    """``frame`` of a record already written as JSON text (``message_text``, ``usage_text``)."""
+    body = text.encode()
     return b"%s\t%08x\n" % (body, zlib.crc32(body))
 
 
@@ -115,6 +109,18 @@ def message_record(message: bandoneon.Message) -> dict[str, Any]:
 
 def usage_record(usage: bandoneon.Usage) -> dict[str, Any]:
     return {"type": "usage", "usage": bandoneon.unstructure(usage)}
+
+
+# The same records as JSON text, written straight from the values (``bandoneon.unstructure_json``):
+# ``message_text(m) == encode(message_record(m))``, without the dicts in between.
+
+
+def message_text(message: bandoneon.Message) -> str:
+    return '{"type":"message","message":' + bandoneon.unstructure_json(message) + "}"
+
+
+def usage_text(usage: bandoneon.Usage) -> str:
+    return '{"type":"usage","usage":' + bandoneon.unstructure_json(usage) + "}"
 
 
 def header_record(session_id: str, created_at: float, forked_from: str | None = None) -> dict[str, Any]:

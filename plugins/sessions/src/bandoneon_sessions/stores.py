@@ -22,15 +22,19 @@ import bandoneon
 from .lock import SessionLock
 from .records import (
     CLEAR,
+    CLEAR_TEXT,
     LoadedSession,
     SessionError,
     check_session_id,
     encode,
     frame,
+    frame_text,
     header_record,
     message_record,
+    message_text,
     replay,
     usage_record,
+    usage_text,
     valid_cut,
 )
 
@@ -170,6 +174,15 @@ def batch(messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage 
     return records
 
 
+def batch_texts(messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False) -> list[str]:
+    """``batch`` as JSON texts (``encode`` of each record), written straight from the values."""
+    texts = [CLEAR_TEXT] if clear else []
+    texts += [message_text(m) for m in messages]
+    if usage is not None:
+        texts.append(usage_text(usage))
+    return texts
+
+
 class SessionWriter(abc.ABC):
     """Appends to one session while its writer lock is held (``SessionStore.writer``).
 
@@ -184,7 +197,7 @@ class SessionWriter(abc.ABC):
 
     def append(self, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False, sync: bool = True) -> None:
         """One write (JSONL) or one transaction (SQLite); on disk when it returns if ``sync``."""
-        records = batch(messages, usage=usage, clear=clear)
+        records = self._records(messages, usage, clear)
         if not records and not self.has_pending:
             return
         if not sync:
@@ -194,14 +207,20 @@ class SessionWriter(abc.ABC):
         self._write(records, sync=True)
         self.last_sync = time.perf_counter() - started
 
+    def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> Any:
+        """The batch in the form ``_write`` takes: the records (dicts) here; a writer of our own
+        stores takes them as JSON text, written straight from the values (empty: nothing to write)."""
+        return batch(messages, usage=usage, clear=clear)
+
     @property
     @abc.abstractmethod
     def has_pending(self) -> bool:
         """Is a failed batch waiting to be written again?"""
 
     @abc.abstractmethod
-    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
-        """Write what failed before, then ``records``, all or nothing; keep them if it fails."""
+    def _write(self, records: Any, *, sync: bool) -> None:
+        """Write what failed before, then ``records`` (as ``_records`` made them), all or
+        nothing; keep them if it fails."""
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -247,8 +266,11 @@ class _JsonlWriter(SessionWriter):
     def has_pending(self) -> bool:
         return bool(self._pending)
 
-    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
-        data = self._pending + b"".join(map(frame, records))
+    def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> bytes:
+        return b"".join([frame_text(text) for text in batch_texts(messages, usage=usage, clear=clear)])
+
+    def _write(self, records: bytes, *, sync: bool) -> None:
+        data = self._pending + records if self._pending else records
         sync = sync or self._pending_sync
         try:
             self._file.append(data, sync=sync)
@@ -415,8 +437,11 @@ class _SqliteWriter(SessionWriter):
     def has_pending(self) -> bool:
         return bool(self._pending)
 
-    def _write(self, records: list[dict[str, Any]], *, sync: bool) -> None:
-        rows = self._pending + [(self._session_id, self._next_seq + n, encode(r)) for n, r in enumerate(records)]
+    def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> list[str]:
+        return batch_texts(messages, usage=usage, clear=clear)
+
+    def _write(self, records: list[str], *, sync: bool) -> None:
+        rows = self._pending + [(self._session_id, self._next_seq + n, text) for n, text in enumerate(records)]
         self._next_seq += len(records)
         sync = sync or self._pending_sync
         self._pending, self._pending_sync = rows, sync  # until the COMMIT returns
