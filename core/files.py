@@ -64,12 +64,19 @@ _cut_before_next: dict[str, int] = {}
 
 def _write_all(fd: int, data: bytes) -> None:
     """Write every byte: ``os.write`` may write fewer than asked (a short write) without error."""
+    if not data:
+        return
+    written = DISK.current.write(fd, data)
+    if written == len(data):  # nearly always: one call, no view
+        return
     view = memoryview(data)
-    while view:
-        written = DISK.current.write(fd, view.tobytes() if len(view) != len(data) else data)
+    while True:
         if written <= 0:
             raise OSError(f"the disk accepted no bytes ({len(view)} still to write)")
         view = view[written:]
+        if not view:
+            return
+        written = DISK.current.write(fd, view.tobytes())
 
 
 def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:

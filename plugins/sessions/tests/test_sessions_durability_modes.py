@@ -111,3 +111,60 @@ def test_a_crash_loses_no_finished_call_in_os_mode_either(tmp_path):
     agent.run_sync("Weigh it.")
     plugin.close()
     assert seen == [["Weigh it.", "", "100 g"]]
+
+
+class TimedDisk(FaultyDisk):
+    """A disk that never fails, whose flushes take the given seconds in turn (then the last
+    again), and which notes the thread each flush ran on."""
+
+    def __init__(self, *seconds: float) -> None:
+        super().__init__(at_byte=10**12)
+        self.seconds = list(seconds)
+        self.threads: list[str] = []
+
+    def datasync(self, fd: int) -> None:
+        import threading
+        import time
+
+        self.threads.append(threading.current_thread().name)
+        time.sleep(self.seconds.pop(0) if len(self.seconds) > 1 else self.seconds[0])
+        super().datasync(fd)
+
+
+@pytest.fixture
+def slow_is_20ms(monkeypatch):
+    """A slow flush is one of 20 ms or more here (1 ms in use): a busy test machine's hiccups
+    stay well under it, the slow flushes of these tests (50 ms) well over."""
+    import bandoneon_sessions.plugin
+
+    monkeypatch.setattr(bandoneon_sessions.plugin, "INLINE_SYNC_LIMIT", 0.02)
+
+
+def test_flushes_wait_on_the_loop_while_the_disk_is_fast_and_one_slow_flush_does_not_change_that(tmp_path, slow_is_20ms):
+    import threading
+
+    model = FunctionModel(lambda request: call("weigh", grams=1) if request.messages[-1].role == "user" else "Done.")
+    agent, plugin = agent_on(JsonlStore(tmp_path), model)
+    # The first flush of a session goes to a thread (nothing is known of the disk yet); then
+    # fast, fast, one slow (a busy moment), fast: every later flush waits on the loop itself.
+    with TimedDisk(0, 0, 0, 0.05, 0) as disk:
+        for _ in range(4):
+            agent.run_sync("Weigh it.")
+    plugin.close()
+    loop_thread = threading.current_thread().name
+    assert disk.threads[0] != loop_thread
+    assert disk.threads[1:] == [loop_thread] * 7
+
+
+def test_flushes_move_to_a_thread_when_the_disk_is_slow_and_one_fast_flush_does_not_change_that(tmp_path, slow_is_20ms):
+    import threading
+
+    model = FunctionModel(lambda request: call("weigh", grams=1) if request.messages[-1].role == "user" else "Done.")
+    agent, plugin = agent_on(JsonlStore(tmp_path), model)
+    with TimedDisk(0, 0, 0, 0.05, 0.05, 0, 0.05) as disk:  # fast at first, then slow but for one
+        for _ in range(4):
+            agent.run_sync("Weigh it.")
+    plugin.close()
+    loop_thread = threading.current_thread().name
+    on_loop = [name == loop_thread for name in disk.threads]
+    assert on_loop == [False, True, True, True, True, False, False, False]

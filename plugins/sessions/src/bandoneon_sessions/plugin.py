@@ -45,8 +45,9 @@ def _session_id(instance: Any, attribute: attrs.Attribute, value: str) -> None:
 
 
 #: A synced write waits on the event loop itself (no hop to a worker thread, which costs about
-#: as much as a fast disk's flush) while the disk's flushes take less than this, and no other
-#: run with a session is writing in this process; otherwise on a worker thread.
+#: as much as a fast disk's flush) while the disk's flushes take less than this (the median of
+#: the last three: a single slow one is a busy moment, not a slow disk), and no other run with a
+#: session is writing in this process; otherwise on a worker thread.
 INLINE_SYNC_LIMIT = 0.001
 
 
@@ -237,7 +238,8 @@ class Sessions(bandoneon.Plugin):
 
     @staticmethod
     def _sync_on_loop(writer: SessionWriter) -> bool:
-        return Sessions._writing_runs <= 1 and writer.last_sync is not None and writer.last_sync < INLINE_SYNC_LIMIT
+        recent = writer.recent_syncs
+        return Sessions._writing_runs <= 1 and bool(recent) and sorted(recent)[len(recent) // 2] < INLINE_SYNC_LIMIT
 
     def _open_writer(self) -> SessionWriter:
         if self._writer is None or self._lock is None:

@@ -191,9 +191,13 @@ class SessionWriter(abc.ABC):
     reported (a COMMIT interrupted after it took effect) is not written twice.
     """
 
-    #: Seconds the last synced append took (None: none yet); ``Sessions`` reads it to decide
-    #: whether a flush may wait on the event loop itself.
+    #: Seconds the last synced append took (None: none yet).
     last_sync: float | None = None
+    #: Seconds the last three synced appends took, oldest first; ``Sessions`` reads their median
+    #: to decide whether a flush may wait on the event loop itself (one slow flush, a busy
+    #: moment of the disk, does not send the next ones to a thread, nor one fast flush the next
+    #: ones of a slow disk to the loop).
+    recent_syncs: tuple[float, ...] = ()
 
     def append(self, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False, sync: bool = True) -> None:
         """One write (JSONL) or one transaction (SQLite); on disk when it returns if ``sync``."""
@@ -205,7 +209,8 @@ class SessionWriter(abc.ABC):
             return
         started = time.perf_counter()
         self._write(records, sync=True)
-        self.last_sync = time.perf_counter() - started
+        self.last_sync = took = time.perf_counter() - started
+        self.recent_syncs = (*self.recent_syncs[-2:], took)
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> Any:
         """The batch in the form ``_write`` takes: the records (dicts) here; a writer of our own
