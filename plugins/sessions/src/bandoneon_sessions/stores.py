@@ -259,6 +259,9 @@ class _AppendingWriter(SessionWriter):
         self._pending = []
 
 
+_CLEAR_LINE = frame_text(CLEAR_TEXT)
+
+
 class _JsonlWriter(SessionWriter):
     """The session's file held open (``bandoneon.AppendFile``): a write, and an fdatasync when synced."""
 
@@ -272,7 +275,11 @@ class _JsonlWriter(SessionWriter):
         return bool(self._pending)
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> bytes:
-        return b"".join([frame_text(text) for text in batch_texts(messages, usage=usage, clear=clear)])
+        lines = [_CLEAR_LINE] if clear else []
+        lines += [frame_text(message_text(m)) for m in messages]
+        if usage is not None:
+            lines.append(frame_text(usage_text(usage)))
+        return b"".join(lines)
 
     def _write(self, records: bytes, *, sync: bool) -> None:
         data = self._pending + records if self._pending else records
