@@ -61,6 +61,13 @@ def _through_converter(value: Any) -> str:
 def _encoder_for(cls: type) -> Callable[[Any], str]:
     if not attrs.has(cls):
         return _through_converter
+    try:
+        return _generated(cls)
+    except Exception:  # an annotation naming what is not importable here, a type cattrs refuses: its way, and its error
+        return _through_converter
+
+
+def _generated(cls: type) -> Callable[[Any], str]:
     attrs.resolve_types(cls)
     fields = attrs.fields(cls)
     if not all(f.init for f in fields):  # cattrs leaves init=False fields out: its rules, its way

@@ -71,3 +71,19 @@ def test_private_fields_are_written_under_their_alias_and_plain_values_pass_thro
 
     assert bandoneon.unstructure_json(Hidden("x")) == _reference(Hidden("x")) == '{"secret":"x","shown":1}'
     assert bandoneon.unstructure_json({"a": [1, "é"]}) == '{"a":[1,"é"]}'
+
+
+def test_a_class_whose_annotations_cannot_be_resolved_goes_the_converters_way():
+    @attrs.frozen
+    class Later:
+        value: NotDefinedAnywhere  # type: ignore[name-defined]  # noqa: F821
+
+    try:
+        expected: Any = _reference(Later(1))
+    except Exception as exc:
+        expected = type(exc)
+    try:
+        got: Any = bandoneon.unstructure_json(Later(1))
+    except Exception as exc:
+        got = type(exc)
+    assert got == expected
