@@ -493,10 +493,9 @@ class Agent(Generic[DepsT, OutputT]):
         """Deliver ``event`` now when nothing needs awaiting (no listeners, every ``on_event``
         sync and unmeasured: the common case, a dozen events a run), and return None; else the
         coroutine that delivers it."""
-        if not self._listeners:
-            hooks = self.hooks
-            if not hooks.implements(hookspecs.on_event) or hooks.observe_now(run, event):
-                return None
+        # observe_now also answers True when no plugin implements on_event.
+        if not self._listeners and self.hooks.observe_now(run, event):
+            return None
         return self._emit_awaiting(run, event)
 
     async def _emit_awaiting(self, run: RunContext | None, event: Event) -> None:

@@ -39,6 +39,10 @@ class LoopState:
     rewritten_answer: FinalAnswer | None = None
 
 
+def _deliver_nothing(run: RunContext | None, event: Event) -> None:
+    """The event delivery of a context built by hand (not by ``Agent.new_run``)."""
+
+
 @attrs.define(eq=False)
 class RunContext:
     """One run of an agent, as hooks and tools see it.
@@ -80,7 +84,9 @@ class RunContext:
     #: The agent's event delivery (``Agent._emit``), set by ``Agent.new_run``; a context built by
     #: hand emits nothing. A bound method of the agent, not a closure over the run: the run
     #: would then hold itself, and every run would be left to the cyclic garbage collector.
-    _emit: Callable[[RunContext | None, Event], Awaitable[None] | None] | None = None
+    #: It delivers at once and returns None when nothing needs awaiting, else the awaitable
+    #: that delivers: the loop calls it directly, saving ``emit``'s coroutine a dozen times a run.
+    _emit: Callable[[RunContext | None, Event], Awaitable[None] | None] = attrs.field(default=_deliver_nothing, repr=False)
 
     def append(self, message: Message) -> None:
         """Add a message to the working history and to the full transcript."""
@@ -104,7 +110,6 @@ class RunContext:
 
     async def emit(self, event: Event) -> None:
         """Publish an event to the agent's listeners and to plugins' ``on_event``."""
-        if self._emit is not None:
-            pending = self._emit(self, event)
-            if pending is not None:
-                await pending
+        pending = self._emit(self, event)
+        if pending is not None:
+            await pending
