@@ -4,6 +4,11 @@ Every event class registers its ``name`` when it is defined, so ``agent.on(name,
 can reject a misspelled name at once. Events compare by identity (``eq=False``): they are
 records of moments, and skipping the generated comparison keeps ``import bandoneon`` fast. Plugins define their own events by subclassing
 ``Event`` (for example ``steering`` or ``heartbeat_tick``).
+
+The core's events have no ``__slots__`` (``slots=False``): a frozen attrs class then writes its
+fields straight into the new instance's ``__dict__``, where a slotted one calls
+``object.__setattr__`` once per field; a run with observers builds a dozen events, each about
+a third cheaper so (issue #19). They are as frozen either way.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ __all__ = [
 _REGISTRY: dict[str, type[Event]] = {}
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class Event:
     """Base class of every event. ``run_id`` tells which run it belongs to."""
 
@@ -57,20 +62,20 @@ def event_names() -> frozenset[str]:
     return frozenset(_REGISTRY)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class RunStart(Event):
     name: ClassVar[str] = "run_start"
     prompt: str
     parent_run_id: str | None = None
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class TurnStart(Event):
     name: ClassVar[str] = "turn_start"
     turn: int
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ProviderRequest(Event):
     name: ClassVar[str] = "provider_request"
     turn: int
@@ -78,7 +83,7 @@ class ProviderRequest(Event):
     attempt: int = 1
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ProviderRetry(Event):
     name: ClassVar[str] = "provider_retry"
     turn: int
@@ -88,7 +93,7 @@ class ProviderRetry(Event):
     error: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ModelFallback(Event):
     """A model's retries were spent on errors worth retrying; ``to_model`` takes over for the
     rest of the run. Models are named ``provider:model``."""
@@ -100,13 +105,13 @@ class ModelFallback(Event):
     error: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class TextDelta(Event):
     name: ClassVar[str] = "text_delta"
     text: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ThinkingDelta(Event):
     """A piece of the model's reasoning while it streams in (kept as the message's ``thinking``)."""
 
@@ -114,7 +119,7 @@ class ThinkingDelta(Event):
     text: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ToolCallDelta(Event):
     """A piece of a tool call while it streams in; ``index`` tells which call of the message."""
 
@@ -124,7 +129,7 @@ class ToolCallDelta(Event):
     arguments_delta: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class OutputDelta(Event):
     """A typed answer while it streams in. ``partial`` is the JSON so far (complete values, and
     a string as far as it got); ``output`` is that much already checked against the output
@@ -135,7 +140,7 @@ class OutputDelta(Event):
     output: Any = None
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class AnswerSentBack(Event):
     """A ``check_answer`` hook sent the model's answer back; ``reason`` is what the model reads."""
 
@@ -144,7 +149,7 @@ class AnswerSentBack(Event):
     reason: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class AssistantMessage(Event):
     name: ClassVar[str] = "assistant_message"
     turn: int
@@ -153,7 +158,7 @@ class AssistantMessage(Event):
     model: str | None = None
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ToolStart(Event):
     """A tool call was authorised and is about to run (refused calls never get one)."""
 
@@ -162,14 +167,14 @@ class ToolStart(Event):
     arguments: Any
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ToolRefused(Event):
     name: ClassVar[str] = "tool_refused"
     call: ToolCall
     reason: str
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class ToolEnd(Event):
     """A tool call finished; ``output`` is what the model will read (after every hook)."""
 
@@ -180,7 +185,7 @@ class ToolEnd(Event):
     duration: float
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class CompactionDone(Event):
     name: ClassVar[str] = "compaction"
     tokens_before: int
@@ -188,14 +193,14 @@ class CompactionDone(Event):
     removed: tuple[str, ...]
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class TurnEnd(Event):
     name: ClassVar[str] = "turn_end"
     turn: int
     usage: Usage
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class RunEnd(Event):
     """The run is over. ``reason`` is ``RunResult.stop``; ``error`` is set when it raised."""
 
