@@ -19,7 +19,7 @@ import bandoneon
 
 from .marking import UNTRUSTED_PROMPT, mark_untrusted
 from .policy import Policy
-from .rules import Redaction
+from .rules import Redaction, Rule
 from .screen import Screen
 from .trifecta import TrifectaWarning, is_untrusted, trifecta_legs, trifecta_message
 
@@ -44,8 +44,11 @@ class Enforcer:
         # Per tool name: keyed by the name alone (hashing the redaction table on every call
         # cost more than the scan), which holds because the policy never changes.
         self._plans: dict[str | None, tuple[tuple[Redaction, ...], Screen]] = {}
-        # Per agent: the tools its last prompt was worked out for, and whether one of them is untrusted.
-        self._offers_untrusted: weakref.WeakKeyDictionary[bandoneon.Agent, tuple[tuple[bandoneon.Tool, ...], bool]] = weakref.WeakKeyDictionary()
+        # Per tool name, the same way: the allow rules that apply to it.
+        self._rules_by_tool: dict[str, tuple[Rule, ...]] = {}
+        # The tool set the last prompt was worked out for, and whether one of them is untrusted
+        # (that depends on the tools alone, which _untrusted holds already).
+        self._last_offer: tuple[tuple[bandoneon.Tool, ...], bool] = ((), False)
 
     @property
     def policy(self) -> Policy:
@@ -54,14 +57,20 @@ class Enforcer:
 
     # ---------------------------------------------------------------- calls
 
+    def rules_for(self, tool_name: str) -> tuple[Rule, ...]:
+        """The allow rules that apply to ``tool_name``, in policy order, worked out once per
+        tool name. Empty for most tools: the hooks then skip ``before_tool`` altogether."""
+        found = self._rules_by_tool.get(tool_name)
+        if found is None:
+            found = self._rules_by_tool[tool_name] = tuple(rule for rule in self._policy.rules if rule.applies_to(tool_name))
+        return found
+
     async def before_tool(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
         """Deny rules first (a refused call never reaches a person), then approval rules."""
         cwd: Path | None = None
         denied: list[str] = []
         to_approve: list[str] = []
-        for rule in self.policy.rules:
-            if not rule.applies_to(tool.name):
-                continue
+        for rule in self.rules_for(tool.name):
             if cwd is None:
                 cwd = Path(run.agent.cwd) if run.agent.cwd is not None else Path.cwd()
             problem = rule.problem(arguments, cwd)
@@ -91,7 +100,7 @@ class Enforcer:
 
     def redact(self, text: str, *, tool_name: str | None = None) -> str:
         """``text`` with the redactions for ``tool_name`` applied; every redaction when None."""
-        redactions, screen = self._redactions_for(tool_name)
+        redactions, screen = self._plans.get(tool_name) or self._redactions_for(tool_name)
         if not redactions or not screen.may_match(text):
             return text  # the common case: a quick scan of the text finds no secret shape at all
         for redaction in redactions:
@@ -116,12 +125,13 @@ class Enforcer:
     def prompt_section(self, agent: bandoneon.Agent) -> str | None:
         """Explain the wrapper, but only to an agent that has a tool whose results get it.
 
-        Asked every turn: the answer is kept per agent until its tools change (compared one by
-        one, by identity first, so a tool added, removed or replaced in place is seen)."""
+        Asked every turn: the answer depends on the tools alone, so it is kept for the last
+        tool set asked about, whichever agent has it (compared one by one, by identity first,
+        so a tool added, removed or replaced in place is seen)."""
         tools = tuple(agent.tools.values())
-        known = self._offers_untrusted.get(agent)
-        if known is None or known[0] != tools:
-            known = self._offers_untrusted[agent] = (tools, any(self._is_untrusted(t) for t in tools))
+        known = self._last_offer
+        if known[0] != tools:
+            known = self._last_offer = (tools, any(self._is_untrusted(t) for t in tools))
         return UNTRUSTED_PROMPT if known[1] else None
 
     # ---------------------------------------------------------------- the agent

@@ -88,7 +88,7 @@ class PolicyPack(bandoneon.Plugin):
     # tryfirst: a policy refuses before a person is asked and before any other plugin decides.
     @bandoneon.hookimpl(tryfirst=True)
     async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
-        if self._enforcer is None:
+        if self._enforcer is None or not self._enforcer.rules_for(tool.name):
             return None
         return await self._enforcer.before_tool(run, call, tool, arguments)
 

@@ -108,6 +108,8 @@ class Guard(bandoneon.Plugin):
 
     @bandoneon.hookimpl(tryfirst=True)
     async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
+        if not self._enforcer.rules_for(tool.name):  # most tools: no rule, no second coroutine
+            return None
         return await self._enforcer.before_tool(run, call, tool, arguments)
 
     # trylast: marking must be the last rewrite, after every redaction (other plugins' and
@@ -121,16 +123,18 @@ class Guard(bandoneon.Plugin):
     def check_answer(self, run: bandoneon.RunContext, answer: bandoneon.FinalAnswer) -> bandoneon.FinalAnswer | bandoneon.SendBack | None:
         if not answer.text:
             return None
-        hosts: list[str] = []
         link_hosts = self.link_hosts
+        if link_hosts is None:  # cleaning is redaction alone: no closure to build per answer
+            text = clean_answer(answer.text, self._enforcer.redact, is_typed=run.output is not None)
+            return None if text == answer.text else attrs.evolve(answer, text=text)
+        hosts: list[str] = []
 
         def clean(text: str) -> str:
-            checked = off_list_links(self._enforcer.redact(text), link_hosts)  # type: ignore[arg-type]  # set: this clean is only used then
+            checked = off_list_links(self._enforcer.redact(text), link_hosts)
             hosts.extend(host for host in checked.hosts if host not in hosts)
             return checked.text
 
-        # Without link_hosts, cleaning is redaction alone: no closure to build per answer.
-        text = clean_answer(answer.text, self._enforcer.redact if link_hosts is None else clean, is_typed=run.output is not None)
+        text = clean_answer(answer.text, clean, is_typed=run.output is not None)
         if hosts and self.off_list_links == "refuse":
             allowed = ", ".join(self.link_hosts or ()) or "none"
             return bandoneon.SendBack(
