@@ -7,7 +7,7 @@ accident, and a type checker knows what each holds. The core keeps its own state
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 __all__ = ["Stash", "StashKey"]
 
@@ -30,10 +30,13 @@ class StashKey(Generic[T]):
 class Stash:
     """What plugins keep for the length of one run, under typed keys."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "get")
 
     def __init__(self) -> None:
         self._values: dict[StashKey[Any], Any] = {}
+        # ``get`` is the dict's own: plugins read the stash on every event and hook call (a
+        # tracer a dozen times a run), and a method of ours would add a Python call to each.
+        self.get = self._values.get  # type: ignore[method-assign,assignment]
 
     def __setitem__(self, key: StashKey[T], value: T) -> None:
         self._values[key] = value
@@ -45,12 +48,13 @@ class Stash:
             raise KeyError(f"nothing is stashed under {key!r} in this run") from None
         return value
 
-    @overload
-    def get(self, key: StashKey[T]) -> T | None: ...
-    @overload
-    def get(self, key: StashKey[T], default: D) -> T | D: ...
-    def get(self, key: StashKey[T], default: object = None) -> object:
-        return self._values.get(key, default)
+    if TYPE_CHECKING:  # at run time, the instance's ``get`` (see ``__init__``)
+
+        @overload
+        def get(self, key: StashKey[T]) -> T | None: ...
+        @overload
+        def get(self, key: StashKey[T], default: D) -> T | D: ...
+        def get(self, key: StashKey[T], default: object = None) -> object: ...
 
     def setdefault(self, key: StashKey[T], default: T) -> T:
         value: T = self._values.setdefault(key, default)
