@@ -58,7 +58,10 @@ class Retry:
     max_attempts: int | None = None
 
 
-@attrs.frozen
+# No __slots__: a frozen attrs class then writes its fields into the instance's __dict__
+# rather than through object.__setattr__ each (built once per answer whenever any plugin
+# checks answers; as for the events, issue #19).
+@attrs.frozen(slots=False)
 class FinalAnswer:
     """The run's answer as the caller will get it, before ``RunResult`` is made.
 
