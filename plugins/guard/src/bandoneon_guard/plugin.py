@@ -125,7 +125,8 @@ class Guard(bandoneon.Plugin):
             return None
         link_hosts = self.link_hosts
         if link_hosts is None:  # cleaning is redaction alone: no closure to build per answer
-            text = clean_answer(answer.text, self._enforcer.redact, is_typed=run.output is not None)
+            redact = self._enforcer.redact
+            text = redact(answer.text) if run.output is None else clean_answer(answer.text, redact, is_typed=True)
             return None if text == answer.text else attrs.evolve(answer, text=text)
         hosts: list[str] = []
 
