@@ -40,7 +40,6 @@ _log = logging.getLogger("bandoneon.hooks")
 
 SpecModules = tuple[types.ModuleType | type, ...]
 _FIRST, _CHAINED, _COLLECTING, _OBSERVING = Calls.FIRST, Calls.CHAINED, Calls.COLLECTING, Calls.OBSERVING
-_RUN_EVENT = ("run", "event")  # on_event's arguments, in the spec's order
 
 
 @attrs.frozen
@@ -358,17 +357,10 @@ class Hooks:
         Errors are as in ``_run``: a plugin's failure is logged, never raised."""
         if not self._observers_are_sync or "_invoke" in self.__dict__:
             return False
+        kwargs = {"run": run, "event": event}
         for impl in self._impls["on_event"]:
             try:
-                # Most observers take (run, event) as the spec has them: called as is, without
-                # _start's argument list (a dozen events a run, for every observer; issue #19).
-                if impl.argnames == _RUN_EVENT and not impl.kwargnames:
-                    try:
-                        impl.function(run, event)
-                    except Exception as exc:
-                        _raise_named(exc, impl, "on_event")
-                else:
-                    self._start(impl, "on_event", {"run": run, "event": event})
+                self._start(impl, "on_event", kwargs)
             except PluginError as exc:
                 _log.warning("%s (observer errors are not fatal)", exc)
         return True

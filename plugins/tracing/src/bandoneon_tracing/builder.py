@@ -30,7 +30,7 @@ from .recording import Draft, Trace
 from .redaction import Redactor
 from .spans import Kind, SpanEvent
 
-__all__ = ["HANDLERS", "STATE_KEY", "RunTrace", "SpanBuilder", "TraceBuffer"]
+__all__ = ["RunTrace", "SpanBuilder", "TraceBuffer"]
 
 STATE_KEY: bandoneon.StashKey[RunTrace] = bandoneon.StashKey("tracing")
 
@@ -116,9 +116,21 @@ class SpanBuilder:
 
     # ---------------------------------------------------------------- events
 
-    def start_run(self, run: bandoneon.RunContext) -> None:
-        """``run_start``: the run's state and its span. The plugin's ``on_event`` sends every
-        other event of the run to its handler in ``HANDLERS``."""
+    def handle(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
+        # Only the run's own events: one emitted outside a run has no run, and a child's event
+        # forwarded as is to its parent's run would otherwise land in the parent's spans.
+        if run is None or event.run_id != run.run_id:
+            return
+        if event.name == "run_start":
+            self._start_run(run)
+            return
+        method = _HANDLERS.get(event.name)
+        if method is not None:
+            state = run.stash.get(STATE_KEY)
+            if state is not None:
+                method(self, run, state, event)
+
+    def _start_run(self, run: bandoneon.RunContext) -> None:
         parent_state: RunTrace | None = run.parent.stash.get(STATE_KEY) if run.parent is not None else None
         if parent_state is not None:
             buffer, parent_span, is_root = parent_state.buffer, _parent_for_child(parent_state), False
@@ -150,36 +162,27 @@ class SpanBuilder:
         )
         run.stash[STATE_KEY] = state
 
-    # The handlers of the events every run has open and close their spans written out, not
-    # through _open and _close: a dozen events a run, and a call less for each counts (issue #19).
-
     def _on_turn_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnStart) -> None:
-        previous = state.turn_span
-        now = self.clock()
-        if previous is not None and previous.end is None:
-            previous.end = now
-        span = state.turn_span = state.turn_spans[event.turn] = Draft("turn", event.turn, state.run_span, now, {"bandoneon.turn": event.turn}, state.redactor)
-        state.buffer.spans.append(span)
+        self._close(state.turn_span)
+        state.turn_span = state.turn_spans[event.turn] = self._open(state, "turn", event.turn, state.run_span, {"bandoneon.turn": event.turn})
 
     def _on_provider_request(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRequest) -> None:
         if event.attempt > 1 and state.model_span is not None and state.model_span.end is None:
             state.model_span.events.append(SpanEvent("attempt", self.clock(), {"bandoneon.attempt": event.attempt}))
             return
-        provider = run.provider
-        model = getattr(provider, "model", None) or None
+        model = _model_of(run)
         state.response_model = None
         turn_span = state.turn_span
         parent = turn_span if turn_span is not None and turn_span.end is None else state.run_span
         request = event.request
         attributes = {
             "gen_ai.request.model": model,
-            "gen_ai.provider.name": getattr(provider, "name", None),
+            "gen_ai.provider.name": getattr(run.provider, "name", None),
             "bandoneon.turn": event.turn,
             "bandoneon.messages": len(request.messages),
             "bandoneon.tools_offered": len(request.tools),
         }
-        span = state.model_span = Draft("model", model, parent, self.clock(), attributes, state.redactor)
-        state.buffer.spans.append(span)
+        state.model_span = self._open(state, "model", model, parent, attributes)
 
     def _on_model_fallback(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ModelFallback) -> None:
         """The failing model's span ends with its error; the next request opens the fallback's."""
@@ -215,10 +218,7 @@ class SpanBuilder:
         # thinking); redacted blocks are opaque and are not shown.
         if message.thinking and (thinking := _thinking_text(message)):
             attributes["bandoneon.thinking"] = self._content(thinking)
-        if span.end is None:
-            span.end = self.clock()
-            if event.finish_reason == "length":
-                span.error = f"the reply was cut off (finish_reason={event.finish_reason})"
+        self._close(span, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
 
     def _on_tool_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolStart) -> None:
         span = self._tool_span(state, event.call)
@@ -235,9 +235,7 @@ class SpanBuilder:
             "gen_ai.tool.call.id": call.id,
             "bandoneon.tool.arguments": self._content(call.arguments),
         }
-        span = Draft("tool", call.name, parent, self.clock(), attributes, state.redactor)
-        state.buffer.spans.append(span)
-        return span
+        return self._open(state, "tool", call.name, parent, attributes)
 
     def _on_tool_refused(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolRefused) -> None:
         span = self._tool_span(state, event.call)
@@ -251,10 +249,7 @@ class SpanBuilder:
         if _current_tool.get() is span:
             _current_tool.set(None)
         span.attributes["bandoneon.tool.output"] = self._content(event.output)
-        if span.end is None:
-            span.end = self.clock()
-            if event.is_error:
-                span.error = event.output[:500] or "the tool failed"
+        self._close(span, (event.output[:500] or "the tool failed") if event.is_error else None)
 
     def tool_answered_without_running(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
         """A call that never got ``tool_start`` (unknown tool, broken arguments): an instant error span."""
@@ -272,11 +267,9 @@ class SpanBuilder:
         usage = (event.usage, self._cost(run, event.usage, answered_by=state.response_model))
         if state.model_span is not None:
             state.model_span.usage = usage
-        span = state.turn_span
-        if span is not None:
-            span.usage = usage
-            if span.end is None:
-                span.end = self.clock()
+        if state.turn_span is not None:
+            state.turn_span.usage = usage
+            self._close(state.turn_span)
 
     def _on_run_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.RunEnd) -> None:
         cut_short = [span for span in (*state.tools.values(), state.model_span, state.turn_span) if span is not None and span.end is None]
@@ -319,7 +312,7 @@ class SpanBuilder:
 
 
 # The event handlers by event name (but run_start), looked up once per event instead of built by getattr.
-HANDLERS: dict[str, Callable[[SpanBuilder, bandoneon.RunContext, RunTrace, Any], None]] = {
+_HANDLERS: dict[str, Callable[[SpanBuilder, bandoneon.RunContext, RunTrace, Any], None]] = {
     name.removeprefix("_on_"): method for name, method in vars(SpanBuilder).items() if name.startswith("_on_")
 }
 

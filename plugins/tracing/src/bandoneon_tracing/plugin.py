@@ -9,7 +9,7 @@ import attrs
 
 import bandoneon
 
-from .builder import HANDLERS, STATE_KEY, SpanBuilder
+from .builder import SpanBuilder
 from .exporters import InMemoryExporter, JsonlExporter
 from .pricing import PriceTable
 from .recording import Trace
@@ -107,20 +107,7 @@ class Tracing(bandoneon.Plugin):
 
     @bandoneon.hookimpl
     def on_event(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
-        # Only the run's own events: one emitted outside a run has no run, and a child's event
-        # forwarded as is to its parent's run would otherwise land in the parent's spans.
-        # The builder's handlers are called from here, not through a method of the builder: a
-        # run has a dozen events, and a call less for each counts (issue #19).
-        if run is None or event.run_id != run.run_id:
-            return
-        if event.name == "run_start":
-            self._builder.start_run(run)
-            return
-        method = HANDLERS.get(event.name)
-        if method is not None:
-            state = run.stash.get(STATE_KEY)
-            if state is not None:
-                method(self._builder, run, state, event)
+        self._builder.handle(run, event)
 
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:
