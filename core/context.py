@@ -6,7 +6,7 @@ Hooks grow by reading new attributes here, never by new arguments.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -41,6 +41,18 @@ class LoopState:
 
 def _deliver_nothing(run: RunContext | None, event: Event) -> None:
     """The event delivery of a context built by hand (not by ``Agent.new_run``)."""
+
+
+class _Delivered:
+    """What ``RunContext.emit`` returns for an event delivered on the spot: awaiting it is done."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]  # an empty iterator is all await needs
+
+
+_DELIVERED = _Delivered()
 
 
 @attrs.define(eq=False)
@@ -108,8 +120,10 @@ class RunContext:
     def elapsed(self) -> float:
         return time.monotonic() - self.started_at
 
-    async def emit(self, event: Event) -> None:
-        """Publish an event to the agent's listeners and to plugins' ``on_event``."""
-        pending = self._emit(self, event)
-        if pending is not None:
-            await pending
+    def emit(self, event: Event) -> Awaitable[None]:
+        """Publish an event to the agent's listeners and to plugins' ``on_event``; await it.
+
+        Delivered on the spot when nothing needs awaiting (no listeners, every observer sync),
+        and then what it returns is already done: the loop's dozen events a run make no
+        coroutine each."""
+        return self._emit(self, event) or _DELIVERED

@@ -63,10 +63,8 @@ async def run_loop(run: RunContext) -> RunResult:
     hooks = agent.hooks
     first_new = len(run.transcript)
     run.append(Message.user(run.prompt, run.prompt_parts))
-    # The loop's events go through ``run._emit`` rather than ``await run.emit(...)``: delivered
-    # on the spot when nothing needs awaiting, so a run's dozen events make no coroutine each.
-    if run.wants_events and (delivering := run._emit(run, RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))) is not None:
-        await delivering
+    if run.wants_events:
+        await run.emit(RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))
     stop: Stop | None = None
     error: BaseException | None = None
     deadline = None if agent.run_timeout is None else asyncio.get_running_loop().time() + agent.run_timeout
@@ -173,9 +171,7 @@ async def _finish(run: RunContext, result: RunResult) -> None:
     hooks = run.agent.hooks
     if run.wants_events:
         error = result.detail if result.error is not None else None
-        delivering = run._emit(run, RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
-        if delivering is not None:
-            await delivering
+        await run.emit(RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
     if hooks.implements(hookspecs.after_run):
         await hooks.after_run(run, result)
 
@@ -207,16 +203,16 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         stop = await hooks.before_turn(run)
         if stop is not None:
             return stop
-    if run.wants_events and (delivering := run._emit(run, TurnStart(run.run_id, run.turn))) is not None:
-        await delivering
+    if run.wants_events:
+        await run.emit(TurnStart(run.run_id, run.turn))
     request = run.last_request = await _build_request(run)
     reply = await call_model(run, request)
     if len(reply.message.tool_calls) > 1:
         reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
     message = reply.message
     run.append(message)
-    if run.wants_events and (delivering := run._emit(run, AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))) is not None:
-        await delivering
+    if run.wants_events:
+        await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))
     results: tuple[ToolResult, ...] = ()
     answered: Any = NO_ANSWER
     problem = ""
@@ -238,8 +234,8 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     turn = Turn(run.turn, reply, results)
     if hooks.implements(hookspecs.after_turn):
         await hooks.after_turn(run, turn)
-    if run.wants_events and (delivering := run._emit(run, TurnEnd(run.run_id, run.turn, reply.usage))) is not None:
-        await delivering
+    if run.wants_events:
+        await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
     if spec is None:
         if not message.tool_calls:
             return Stop("end_turn", is_answer=True)
@@ -313,8 +309,8 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
     attempt = 0
     while True:
         attempt += 1
-        if run.wants_events and (delivering := run._emit(run, ProviderRequest(run.run_id, run.turn, request, attempt))) is not None:
-            await delivering
+        if run.wants_events:
+            await run.emit(ProviderRequest(run.run_id, run.turn, request, attempt))
         streamed = DeltaForwarder(run) if request.stream else None
         try:
             call = run.provider.complete(request, on_delta=streamed)

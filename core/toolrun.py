@@ -147,8 +147,8 @@ async def _run_one(
 ) -> ToolResult:
     """One authorised call: run it (on a worker thread if it is sync and ``in_thread`` or a
     timeout applies), turn failures into error results, pass the result through the hooks."""
-    if run.wants_events and (delivering := run._emit(run, ToolStart(run.run_id, call, arguments))) is not None:
-        await delivering
+    if run.wants_events:
+        await run.emit(ToolStart(run.run_id, call, arguments))
     timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
     # Under a run deadline a sync tool runs on a worker thread too, so the deadline can cut it.
     in_thread = in_thread or timeout is not None or run.agent.run_timeout is not None
@@ -178,8 +178,8 @@ async def _run_one(
     result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
     result = await _after(run, result, tool)
     pending[call.id] = result
-    if run.wants_events and (delivering := run._emit(run, ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))) is not None:
-        await delivering
+    if run.wants_events:
+        await run.emit(ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))
     return result
 
 
