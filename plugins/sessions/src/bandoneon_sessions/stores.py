@@ -191,8 +191,6 @@ class SessionWriter(abc.ABC):
     reported (a COMMIT interrupted after it took effect) is not written twice.
     """
 
-    #: Seconds the last synced append took (None: none yet).
-    last_sync: float | None = None
     #: Seconds the last three synced appends took, oldest first; ``Sessions`` reads their median
     #: to decide whether a flush may wait on the event loop itself (one slow flush, a busy
     #: moment of the disk, does not send the next ones to a thread, nor one fast flush the next
@@ -209,8 +207,7 @@ class SessionWriter(abc.ABC):
             return
         started = time.perf_counter()
         self._write(records, sync=True)
-        self.last_sync = took = time.perf_counter() - started
-        self.recent_syncs = (*self.recent_syncs[-2:], took)
+        self.recent_syncs = (*self.recent_syncs[-2:], time.perf_counter() - started)
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> Any:
         """The batch in the form ``_write`` takes: the records (dicts) here; a writer of our own
@@ -259,9 +256,6 @@ class _AppendingWriter(SessionWriter):
         self._pending = []
 
 
-_CLEAR_LINE = frame_text(CLEAR_TEXT)
-
-
 class _JsonlWriter(SessionWriter):
     """The session's file held open (``bandoneon.AppendFile``): a write, and an fdatasync when synced."""
 
@@ -275,11 +269,7 @@ class _JsonlWriter(SessionWriter):
         return bool(self._pending)
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> bytes:
-        lines = [_CLEAR_LINE] if clear else []
-        lines += [frame_text(message_text(m)) for m in messages]
-        if usage is not None:
-            lines.append(frame_text(usage_text(usage)))
-        return b"".join(lines)
+        return b"".join([frame_text(text) for text in batch_texts(messages, usage=usage, clear=clear)])
 
     def _write(self, records: bytes, *, sync: bool) -> None:
         data = self._pending + records if self._pending else records
