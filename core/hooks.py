@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import operator
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -53,6 +54,18 @@ class _Declaration:
     order: int  # 0 tryfirst, 1 normal, 2 trylast
     binds_class: bool  # a process-wide hook written as a plain method: called with the class as self
     is_async: bool
+    #: How ``Hooks._start`` takes the arguments out of a call's keyword dict: ``shape`` 1, one
+    #: argument (``pick`` returns it); 2, several (``pick`` returns them as a tuple); 0, the
+    #: general case (none, or some by keyword). A C getter, where a list comprehension would
+    #: make a frame per hook call.
+    shape: int = attrs.field(init=False, eq=False)
+    pick: Callable[[dict[str, Any]], Any] | None = attrs.field(init=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        general = bool(self.kwargnames) or not self.argnames
+        object.__setattr__(self, "shape", 0 if general else min(len(self.argnames), 2))
+        object.__setattr__(self, "pick", None if general else operator.itemgetter(*self.argnames))
+
 
 
 @attrs.define(eq=False)
@@ -62,6 +75,8 @@ class _Impl:
 
     plugin: str
     function: Callable[..., Any]
+    shape: int  # see _Declaration.shape
+    pick: Callable[[dict[str, Any]], Any] | None
     argnames: tuple[str, ...]
     kwargnames: tuple[str, ...]
     is_async: bool
@@ -297,6 +312,8 @@ class Hooks:
                 _Impl(
                     names[position],
                     types.MethodType(getattr(plugins[position], d.attribute), plugins[position]) if d.binds_class else getattr(plugins[position], d.attribute),
+                    d.shape,
+                    d.pick,
                     d.argnames,
                     d.kwargnames,
                     d.is_async,
@@ -384,9 +401,12 @@ class Hooks:
     def _start(impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call ``impl`` with the arguments it names: its result, or the awaitable of an async one."""
         try:
-            if impl.kwargnames:
-                return impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
-            return impl.function(*[kwargs[a] for a in impl.argnames])
+            shape = impl.shape
+            if shape == 1:
+                return impl.function(impl.pick(kwargs))  # type: ignore[misc]
+            if shape == 2:
+                return impl.function(*impl.pick(kwargs))  # type: ignore[misc]
+            return impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
         except Exception as exc:
             _raise_named(exc, impl, hook)
 
