@@ -147,16 +147,19 @@ async def _awaited_loop_figures(scale: Scale) -> tuple[dict[str, Any], bandoneon
     return figures, defaults
 
 
-async def _each_plugin_alone(plugins: list[object], scale: Scale) -> dict[str, float]:
-    """Each plugin alone in an agent (fresh instances), and no plugins, in one interleaved comparison."""
+async def _each_plugin_alone(plugins: list[object], scale: Scale) -> dict[str, dict[str, float]]:
+    """Each plugin alone in an agent (fresh instances), and no plugins, in one interleaved
+    comparison of short blocks (a slow stretch of a shared machine then hits every contender):
+    each plugin's median run, and what it adds (the median over rounds of its round's median
+    minus the no-plugin run's)."""
     agents = {NO_PLUGINS: scenarios.bandoneon_agent([])}
     for plugin in plugins:
         agents[bandoneon.plugin_name(plugin)] = scenarios.bandoneon_agent([bandoneon.build_plugin(type(plugin))])
     contenders = {name: (lambda agent=agent: scenarios.bandoneon_run(agent)) for name, agent in agents.items()}
-    comparison = await compare_async(contenders, iterations=max(50, scale.iterations // 5), rounds=scale.rounds, warmup=20)
+    comparison = await compare_async(contenders, iterations=max(20, scale.iterations // 25), rounds=scale.rounds * 5, warmup=20)
     for agent in agents.values():
         await agent.aclose()
-    return comparison.medians()
+    return {name: {"median": comparison.median(name), "added": comparison.difference(name, NO_PLUGINS)} for name in agents if name != NO_PLUGINS}
 
 
 def _render_loop(measured: list[dict[str, Any]], scale: Scale) -> str:
@@ -179,18 +182,17 @@ def _render_loop(measured: list[dict[str, Any]], scale: Scale) -> str:
         lines.append(f"- not activatable with default options (skipped): {', '.join(first['skipped'])}")
     if first["alone"]:
         lines.append(
-            "\nWhat each installed plugin adds on its own (alone in an agent, same scenario; in each process its run "
-            "minus the no-plugin run of the same comparison, then the median across processes):\n"
+            "\nWhat each installed plugin adds on its own (alone in an agent, same scenario; in each process the median "
+            "over rounds of its run minus the no-plugin run of the same round, then the median across processes):\n"
         )
         lines.append("| plugin | median per run | added to no plugins |\n|---|---|---|")
-        plugins = [name for name in first["alone"] if name != NO_PLUGINS]
         rows = [
             (
                 name,
-                _across(measured, lambda one, name=name: one["alone"][name]),
-                _across(measured, lambda one, name=name: one["alone"][name] - one["alone"][NO_PLUGINS]),
+                _across(measured, lambda one, name=name: one["alone"][name]["median"]),
+                _across(measured, lambda one, name=name: one["alone"][name]["added"]),
             )
-            for name in plugins
+            for name in first["alone"]
         ]
         lines += [f"| {name} | {us(value)} | {us(added)} |" for name, value, added in sorted(rows, key=lambda row: row[2])]
         lines.append("")

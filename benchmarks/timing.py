@@ -35,6 +35,11 @@ class Comparison:
         pairs = zip(self.rounds[name], self.rounds[floor], strict=True)
         return statistics.median(statistics.median(a) / statistics.median(b) for a, b in pairs)
 
+    def difference(self, name: str, floor: str) -> float:
+        """Median over rounds of ``name``'s round median minus ``floor``'s: what ``name`` adds."""
+        pairs = zip(self.rounds[name], self.rounds[floor], strict=True)
+        return statistics.median(statistics.median(a) - statistics.median(b) for a, b in pairs)
+
 
 def _orders(names: list[str], rounds: int) -> Iterator[list[str]]:
     """The contenders of each round, rotated so none always goes first."""
