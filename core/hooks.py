@@ -3,7 +3,7 @@
 Every call site in the loop goes through one method per hook, so arguments are checked where
 they are written; hooks published by plugins are called through ``call`` / ``call_sync`` with
 their spec. How a hook is called is read from its spec (``bandoneon.markers.CallStyle``);
-``_invoke`` and ``_invoke_sync`` are the only places an implementation is called.
+``_start`` is the one place an implementation is called.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class _Declaration:
     order: int  # 0 tryfirst, 1 normal, 2 trylast
     binds_class: bool  # a process-wide hook written as a plain method: called with the class as self
     is_async: bool
-    #: How ``Hooks._start`` takes the arguments out of a call's keyword dict: ``shape`` 1, one
+    #: How ``_start`` takes the arguments out of a call's keyword dict: ``shape`` 1, one
     #: argument (``pick`` returns it); 2, several (``pick`` returns them as a tuple); 0, the
     #: general case (none, or some by keyword). A C getter, where a list comprehension would
     #: make a frame per hook call.
@@ -223,6 +223,21 @@ def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
     return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
 
 
+def _start(impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+    """Call ``impl`` with the arguments it names: its result, or the awaitable of an async one.
+    The one place an implementation is called (a module function: the hot path of every hook
+    call, where a method lookup per call shows)."""
+    try:
+        shape = impl.shape
+        if shape == 1:
+            return impl.function(impl.pick(kwargs))  # type: ignore[misc]
+        if shape == 2:
+            return impl.function(*impl.pick(kwargs))  # type: ignore[misc]
+        return impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
+    except Exception as exc:
+        _raise_named(exc, impl, hook)
+
+
 @attrs.frozen
 class _Plan:
     """What a combination of plugin classes means for an agent, worked out once: the plugins'
@@ -297,6 +312,9 @@ class Hooks:
         self.plugins: tuple[object, ...] = tuple(plugins)
         self._timeout: float | None = None
         self._profile: HookProfile | None = None
+        #: Unmeasured (no hook_timeout, no profile): implementations are called straight from
+        #: ``_run``; otherwise each goes through ``_invoke``, which ``measure`` swaps.
+        self._direct = True
         plugins = self.plugins
         plan = _plan(plugins, process_wide)
         names = plan.names
@@ -334,7 +352,8 @@ class Hooks:
         """
         self._timeout = timeout
         self._profile = profile
-        if timeout is None and profile is None:
+        self._direct = timeout is None and profile is None
+        if self._direct:
             self.__dict__.pop("_invoke", None)
         else:
             self._invoke = self._measured_invoke  # type: ignore[method-assign]
@@ -372,12 +391,12 @@ class Hooks:
         """``on_event`` delivered right here when every implementation is sync and calls are
         not measured (no coroutine, as ``_run`` would make); False, and nothing done, otherwise.
         Errors are as in ``_run``: a plugin's failure is logged, never raised."""
-        if not self._observers_are_sync or "_invoke" in self.__dict__:
+        if not (self._observers_are_sync and self._direct):
             return False
         kwargs = {"run": run, "event": event}
         for impl in self._impls["on_event"]:
             try:
-                self._start(impl, "on_event", kwargs)
+                _start(impl, "on_event", kwargs)
             except PluginError as exc:
                 _log.warning("%s (observer errors are not fatal)", exc)
         return True
@@ -394,21 +413,8 @@ class Hooks:
 
     async def _invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call one implementation as pluggy would, await it if it is async, name it in errors."""
-        result = self._start(impl, hook, kwargs)
+        result = _start(impl, hook, kwargs)
         return await self._finish(impl, hook, result) if impl.is_async else result
-
-    @staticmethod
-    def _start(impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
-        """Call ``impl`` with the arguments it names: its result, or the awaitable of an async one."""
-        try:
-            shape = impl.shape
-            if shape == 1:
-                return impl.function(impl.pick(kwargs))  # type: ignore[misc]
-            if shape == 2:
-                return impl.function(*impl.pick(kwargs))  # type: ignore[misc]
-            return impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
-        except Exception as exc:
-            _raise_named(exc, impl, hook)
 
     @staticmethod
     async def _finish(impl: _Impl, hook: str, awaitable: Any) -> Any:
@@ -419,7 +425,7 @@ class Hooks:
 
     def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
-        result = self._start(impl, hook, kwargs)
+        result = _start(impl, hook, kwargs)
         if inspect.iscoroutine(result):
             result.close()
             raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
@@ -468,12 +474,12 @@ class Hooks:
         calls = style.calls
         # Unmeasured (the default), a sync implementation is called without a coroutine of its
         # own: most hook calls of a run are sync, and a coroutine per call was the facade's cost.
-        direct = "_invoke" not in self.__dict__
-        results = []
+        direct = self._direct
+        results: list[Any] | None = [] if calls is _COLLECTING else None
         for impl in self._impls[hook]:
             try:
                 if direct:
-                    result = self._start(impl, hook, kwargs)
+                    result = _start(impl, hook, kwargs)
                     if impl.is_async:
                         try:  # awaited here, not in _finish: one coroutine less per async call
                             result = await result
@@ -494,10 +500,10 @@ class Hooks:
                 chained: str = style.chains  # type: ignore[assignment]
                 kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
             else:
-                results.append(result)
+                results.append(result)  # type: ignore[union-attr]  # collecting: a list
         if calls is _CHAINED:
             return kwargs[style.chains]  # type: ignore[index]
-        return results if calls is _COLLECTING else None
+        return results
 
     # -------- one typed method per core hook
     # Each hands back ``_run``'s coroutine rather than awaiting it in one of its own: the caller
