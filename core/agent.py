@@ -468,7 +468,8 @@ class Agent(Generic[DepsT, OutputT]):
     def on(self, name: str, listener: Callable[[Event], Any] | None = None) -> Any:
         """Call ``listener(event)`` (sync or async) for every event ``name`` (``"*"``: all).
 
-        Usable as a decorator. Unknown names are an error, so a typo is not silence.
+        Usable as a decorator. Unknown names are an error, so a typo is not silence. A run
+        hears the listeners there were when it started: one added during a run hears the next.
         """
         if name != "*" and name not in event_names():
             raise ValueError(f"unknown event {name!r}; known events: {', '.join(sorted(event_names()))}")
@@ -491,11 +492,9 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _emit(self, run: RunContext | None, event: Event) -> Awaitable[None] | None:
         """Deliver ``event`` now when nothing needs awaiting (no listeners, every ``on_event``
-        sync and unmeasured: the common case, a dozen events a run), and return None; else the
-        coroutine that delivers it."""
-        # observe_now also answers True when no plugin implements on_event.
-        if not self._listeners and self.hooks.observe_now(run, event):
-            return None
+        sync and unmeasured: the common case), and return None; else the coroutine that delivers it."""
+        if not self._listeners:
+            return self.hooks.deliver(run, event)
         return self._emit_awaiting(run, event)
 
     async def _emit_awaiting(self, run: RunContext | None, event: Event) -> None:
@@ -542,7 +541,9 @@ class Agent(Generic[DepsT, OutputT]):
             system_prompt=self._system_prompt(),
             output=self._output_spec(wanted),
         )
-        run._emit = self._emit
+        # A run delivers to the listeners there were when it started (as wants_events and
+        # wants_deltas say): with none, straight to the plugins, one call less per event.
+        run._emit = self._emit if listeners else self.hooks.deliver
         return run
 
     def _check_parts(self, parts: tuple[Part, ...]) -> None:

@@ -93,9 +93,10 @@ class RunContext:
     started_at: float = attrs.field(factory=time.monotonic)
     stash: Stash = attrs.field(factory=Stash, repr=False)
     loop_state: LoopState = attrs.field(factory=LoopState, repr=False)
-    #: The agent's event delivery (``Agent._emit``), set by ``Agent.new_run``; a context built by
-    #: hand emits nothing. A bound method of the agent, not a closure over the run: the run
-    #: would then hold itself, and every run would be left to the cyclic garbage collector.
+    #: The agent's event delivery (``Agent._emit``, or ``Hooks.deliver`` for a run that started
+    #: with no listeners), set by ``Agent.new_run``; a context built by hand emits nothing. A
+    #: bound method of the agent's, not a closure over the run: the run would then hold
+    #: itself, and every run would be left to the cyclic garbage collector.
     #: It delivers at once and returns None when nothing needs awaiting, else the awaitable
     #: that delivers: the loop calls it directly, saving ``emit``'s coroutine a dozen times a run.
     _emit: Callable[[RunContext | None, Event], Awaitable[None] | None] = attrs.field(default=_deliver_nothing, repr=False)

@@ -387,19 +387,20 @@ class Hooks:
                 hook=hook,
             ) from None
 
-    def observe_now(self, run: RunContext | None, event: Event) -> bool:
-        """``on_event`` delivered right here when every implementation is sync and calls are
-        not measured (no coroutine, as ``_run`` would make); False, and nothing done, otherwise.
-        Errors are as in ``_run``: a plugin's failure is logged, never raised."""
+    def deliver(self, run: RunContext | None, event: Event) -> Awaitable[None] | None:
+        """``on_event`` for ``event``: delivered right here, and None returned, when every
+        implementation is sync and calls are not measured (the common case, a dozen events a
+        run: no coroutine each); otherwise the coroutine that delivers it. Errors are as in
+        ``_run``: a plugin's failure is logged, never raised."""
         if not (self._observers_are_sync and self._direct):
-            return False
+            return self.on_event(run, event)
         kwargs = {"run": run, "event": event}
         for impl in self._impls["on_event"]:
             try:
                 _start(impl, "on_event", kwargs)
             except PluginError as exc:
                 _log.warning("%s (observer errors are not fatal)", exc)
-        return True
+        return None
 
     def implements(self, spec: Callable[..., Any]) -> bool:
         """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""
