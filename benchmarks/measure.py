@@ -18,7 +18,7 @@ os.environ.setdefault("BANDONEON_DISABLED_PLUGINS", "policy-example")
 
 import sections  # noqa: E402  (benchmarks/ is not a package)
 
-MEASURES = {"loop": sections.loop_figures}
+MEASURES = {"loop": sections.loop_figures, "http": sections.http_figures, "creation": sections.creation_figures}
 
 
 def main(argv: list[str]) -> int:
