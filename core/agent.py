@@ -468,8 +468,8 @@ class Agent(Generic[DepsT, OutputT]):
     def on(self, name: str, listener: Callable[[Event], Any] | None = None) -> Any:
         """Call ``listener(event)`` (sync or async) for every event ``name`` (``"*"``: all).
 
-        Usable as a decorator. Unknown names are an error, so a typo is not silence. A run
-        hears the listeners there were when it started: one added during a run hears the next.
+        Usable as a decorator. Unknown names are an error, so a typo is not silence. A listener
+        added while a run is going is heard from the next run on (that run may not reach it).
         """
         if name != "*" and name not in event_names():
             raise ValueError(f"unknown event {name!r}; known events: {', '.join(sorted(event_names()))}")

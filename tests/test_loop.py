@@ -283,6 +283,27 @@ def test_a_broken_event_listener_is_isolated(bare_agent, caplog):
     assert "listener" in caplog.text
 
 
+def test_a_listener_added_during_a_run_hears_the_next_run(bare_agent):
+    # Tracing-like observer present (events are built), and no listener when the run starts.
+    class Observer:
+        @bandoneon.hookimpl
+        def on_event(self, event):
+            pass
+
+    heard: list[str] = []
+
+    @tool
+    def listen() -> str:
+        """Start listening."""
+        agent.on("run_start", lambda event: heard.append(event.run_id))
+        return "listening"
+
+    agent = bare_agent(ScriptedModel(call("listen"), "first", "second"), tools=[listen], plugins=[Observer()])
+    agent.run_sync("one")
+    second = agent.run_sync("two")
+    assert heard[-1] == second.run_id
+
+
 def test_on_rejects_an_unknown_event_name(bare_agent):
     agent = bare_agent(ScriptedModel())
     with pytest.raises(ValueError, match="unknown event 'tool_finish'"):
