@@ -336,7 +336,7 @@ async def sessions_durability(scale: Scale) -> str:
 
         contenders["no plugins, then one fdatasync"] = run_then_fdatasync
         try:
-            comparison = await compare_async(contenders, iterations=max(50, scale.iterations // 10), rounds=max(3, scale.rounds // 3), warmup=10)
+            comparison = await compare_async(contenders, iterations=max(20, scale.iterations // 50), rounds=max(5, scale.rounds * 5 // 3), warmup=10)
         finally:
             os.close(floor_file)
             for agent in agents.values():
