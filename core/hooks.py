@@ -60,6 +60,12 @@ class _Declaration:
     #: make a frame per hook call.
     shape: int = attrs.field(init=False, eq=False)
     pick: Callable[[dict[str, Any]], Any] | None = attrs.field(init=False, eq=False)
+    #: The plain function of the plugin's class that pluggy binds to the instance, when that is
+    #: what the implementation is (almost always): then one ``_Impl`` per plan serves every
+    #: agent, calling it with the agent's instance, and a new agent binds nothing. None for
+    #: anything else (a module's function, a static or class method, a function set on an
+    #: instance, a process-wide hook called on a class): bound to each agent's plugin.
+    shared: Callable[..., Any] | None = attrs.field(default=None, eq=False)
 
     def __attrs_post_init__(self) -> None:
         general = bool(self.kwargnames) or not self.argnames
@@ -70,11 +76,14 @@ class _Declaration:
 
 @attrs.define(eq=False)
 class _Impl:
-    """One implementation bound to one agent's plugin instance. Built for every hook of every new
-    agent, so plain slots (a frozen class pays ``object.__setattr__`` per field); never changed."""
+    """One implementation as ``_start`` calls it: ``function`` with the instance of the plugin at
+    ``position`` in the agent's plugins first (a function shared by every agent of a plan), or,
+    with ``position`` -1, ``function`` bound to one agent's plugin already. Plain slots (a frozen
+    class pays ``object.__setattr__`` per field); never changed."""
 
     plugin: str
     function: Callable[..., Any]
+    position: int
     shape: int  # see _Declaration.shape
     pick: Callable[[dict[str, Any]], Any] | None
     argnames: tuple[str, ...]
@@ -176,6 +185,16 @@ def _validate(plugin: object, specs: SpecModules, process_wide: bool) -> tuple[_
             attribute = _attribute_of(plugin, impl.function)
             binds_class = style.is_process_wide and isinstance(plugin, type) and inspect.isfunction(inspect.getattr_static(plugin, attribute))
             order = 0 if impl.tryfirst else 2 if impl.trylast else 1
+            method = impl.function
+            # Shared only when the class attribute itself is the function bound (not a
+            # property, a function set on the instance, or a method of another object).
+            shared = (
+                method.__func__
+                if isinstance(method, types.MethodType) and method.__self__ is plugin
+                and inspect.getattr_static(type(plugin), attribute, None) is method.__func__
+                and attribute not in getattr(plugin, "__dict__", ())
+                else None
+            )
             found.append(
                 _Declaration(
                     hook,
@@ -185,6 +204,7 @@ def _validate(plugin: object, specs: SpecModules, process_wide: bool) -> tuple[_
                     order,
                     binds_class,
                     inspect.iscoroutinefunction(impl.function),
+                    shared=shared,
                 )
             )
     return tuple(found)
@@ -223,17 +243,22 @@ def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
     return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
 
 
-def _start(impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
-    """Call ``impl`` with the arguments it names: its result, or the awaitable of an async one.
-    The one place an implementation is called (a module function: the hot path of every hook
-    call, where a method lookup per call shows)."""
+def _start(impl: _Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, ...]) -> Any:
+    """Call ``impl`` with the arguments it names (after the agent's instance of its plugin, for a
+    shared function): its result, or the awaitable of an async one. The one place an
+    implementation is called (a module function: the hot path of every hook call, where a
+    method lookup per call shows)."""
     try:
         shape = impl.shape
-        if shape == 1:
-            return impl.function(impl.pick(kwargs))  # type: ignore[misc]
-        if shape == 2:
-            return impl.function(*impl.pick(kwargs))  # type: ignore[misc]
-        return impl.function(*[kwargs[a] for a in impl.argnames], **{a: kwargs[a] for a in impl.kwargnames})
+        if shape:
+            arguments = impl.pick(kwargs) if shape == 2 else (impl.pick(kwargs),)  # type: ignore[misc]
+            if impl.position < 0:
+                return impl.function(*arguments)
+            return impl.function(plugins[impl.position], *arguments)
+        positional = [kwargs[a] for a in impl.argnames]
+        if impl.position >= 0:
+            positional.insert(0, plugins[impl.position])
+        return impl.function(*positional, **{a: kwargs[a] for a in impl.kwargnames})
     except Exception as exc:
         _raise_named(exc, impl, hook)
 
@@ -247,11 +272,14 @@ class _Plan:
     names: tuple[str, ...]
     specs: SpecModules
     styles: dict[str, CallStyle]
-    #: Implemented hooks only, each with its (position, declaration) entries in calling order.
-    order: tuple[tuple[str, tuple[tuple[int, _Declaration], ...]], ...]
-    #: Every hook in force with no implementations, copied per agent and then filled in.
-    unimplemented: dict[str, tuple[_Impl, ...]]
+    #: Every hook in force, each with its implementations in calling order: the shared ones
+    #: (``_Declaration.shared``), and None where a new agent binds its own plugin's.
+    impls: dict[str, tuple[_Impl | None, ...]]
+    #: The hooks with an implementation to bind per agent, with their (position, declaration)
+    #: entries; empty for the usual plugins, whose agents then share ``impls`` as it is.
+    to_bind: tuple[tuple[str, tuple[tuple[int, _Declaration], ...]], ...]
     implemented: frozenset[str]
+    observers_are_sync: bool
 
 
 _plans: dict[tuple[object, ...], _Plan] = {}
@@ -286,15 +314,28 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], process_w
                 (not is_pack, declaration.order, position if declaration.order == 2 else -position, (position, declaration))
             )
     order = tuple((hook, tuple(entry for *_, entry in sorted(entries, key=_rank))) for hook, entries in ranked.items())
-    implemented = frozenset(hook for hook, _ in order)
+    names = tuple(plugin_name(kind) for kind in kinds)
+    impls: dict[str, tuple[_Impl | None, ...]] = {hook: () for hook in styles}
+    for hook, entries in order:
+        impls[hook] = tuple(
+            None if d.shared is None else _Impl(names[position], d.shared, position, d.shape, d.pick, d.argnames, d.kwargnames, d.is_async)
+            for position, d in entries
+        )
     return _Plan(
-        names=tuple(plugin_name(kind) for kind in kinds),
+        names=names,
         specs=specs,
         styles=styles,
-        order=order,
-        unimplemented={hook: () for hook in styles if hook not in implemented},
-        implemented=implemented,
+        impls=impls,
+        to_bind=tuple((hook, entries) for hook, entries in order if None in impls[hook]),
+        implemented=frozenset(hook for hook, _ in order),
+        observers_are_sync=not any(d.is_async for hook, entries in order if hook == "on_event" for _, d in entries),
     )
+
+
+def _bound(plugin: object, name: str, d: _Declaration) -> _Impl:
+    """The implementation ``d`` bound to this agent's ``plugin`` (one that is not a shared function)."""
+    function = types.MethodType(getattr(plugin, d.attribute), plugin) if d.binds_class else getattr(plugin, d.attribute)
+    return _Impl(name, function, -1, d.shape, d.pick, d.argnames, d.kwargnames, d.is_async)
 
 
 class Hooks:
@@ -324,23 +365,17 @@ class Hooks:
             raise ConfigError(f"plugin {twice!r} is activated twice in one agent; pass it once")
         self.specs: SpecModules = plan.specs
         self._styles = plan.styles
-        impls: dict[str, tuple[_Impl, ...]] = plan.unimplemented.copy()
-        for hook, entries in plan.order:
-            impls[hook] = tuple([
-                _Impl(
-                    names[position],
-                    types.MethodType(getattr(plugins[position], d.attribute), plugins[position]) if d.binds_class else getattr(plugins[position], d.attribute),
-                    d.shape,
-                    d.pick,
-                    d.argnames,
-                    d.kwargnames,
-                    d.is_async,
+        impls = plan.impls
+        if plan.to_bind:  # a module's functions, static methods, functions set on an instance...
+            impls = impls.copy()
+            for hook, entries in plan.to_bind:
+                impls[hook] = tuple(
+                    shared if shared is not None else _bound(plugins[position], names[position], d)
+                    for shared, (position, d) in zip(plan.impls[hook], entries, strict=True)
                 )
-                for position, d in entries
-            ])
-        self._impls = impls
+        self._impls: dict[str, tuple[_Impl, ...]] = impls  # type: ignore[assignment]  # every None bound above
         self._implemented = plan.implemented
-        self._observers_are_sync = not any(impl.is_async for impl in impls.get("on_event", ()))
+        self._observers_are_sync = plan.observers_are_sync
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -397,7 +432,7 @@ class Hooks:
         kwargs = {"run": run, "event": event}
         for impl in self._impls["on_event"]:
             try:
-                _start(impl, "on_event", kwargs)
+                _start(impl, "on_event", kwargs, self.plugins)
             except PluginError as exc:
                 _log.warning("%s (observer errors are not fatal)", exc)
         return None
@@ -414,7 +449,7 @@ class Hooks:
 
     async def _invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call one implementation as pluggy would, await it if it is async, name it in errors."""
-        result = _start(impl, hook, kwargs)
+        result = _start(impl, hook, kwargs, self.plugins)
         return await self._finish(impl, hook, result) if impl.is_async else result
 
     @staticmethod
@@ -426,7 +461,7 @@ class Hooks:
 
     def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
-        result = _start(impl, hook, kwargs)
+        result = _start(impl, hook, kwargs, self.plugins)
         if inspect.iscoroutine(result):
             result.close()
             raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
@@ -475,12 +510,12 @@ class Hooks:
         calls = style.calls
         # Unmeasured (the default), a sync implementation is called without a coroutine of its
         # own: most hook calls of a run are sync, and a coroutine per call was the facade's cost.
-        direct = self._direct
+        direct, plugins = self._direct, self.plugins
         results: list[Any] | None = [] if calls is _COLLECTING else None
         for impl in self._impls[hook]:
             try:
                 if direct:
-                    result = _start(impl, hook, kwargs)
+                    result = _start(impl, hook, kwargs, plugins)
                     if impl.is_async:
                         try:  # awaited here, not in _finish: one coroutine less per async call
                             result = await result

@@ -73,6 +73,42 @@ def test_an_implementation_set_on_the_instance_is_called():
     assert seen == [1, 2]
 
 
+def test_agents_of_one_plugin_class_each_reach_their_own_instance():
+    # The class's functions are worked out once and shared by every agent of the combination:
+    # each call must still land on the calling agent's instance.
+    class Counter:
+        def __init__(self, label):
+            self.label, self.turns = label, []
+
+        @hookimpl
+        def before_turn(self, run):
+            self.turns.append((self.label, run.agent.name))
+
+        @hookimpl
+        def on_event(self, event):
+            self.turns.append((self.label, event.name)) if event.name == "run_end" else None
+
+    first, second = Counter("first"), Counter("second")
+    agent_with(first, name="a").run_sync("go")
+    agent_with(second, name="b").run_sync("go")
+    assert first.turns == [("first", "a"), ("first", "a"), ("first", "run_end")]
+    assert second.turns == [("second", "b"), ("second", "b"), ("second", "run_end")]
+
+
+def test_a_static_method_implementation_is_called_without_an_instance():
+    seen = []
+
+    class Static:
+        @staticmethod
+        @hookimpl
+        def after_turn(turn):
+            seen.append(turn.number)
+
+    agent_with(Static()).run_sync("go")
+    agent_with(Static()).run_sync("go")
+    assert seen == [1, 2, 1, 2]
+
+
 def test_a_hook_wrapper_is_refused_naming_what_to_use_instead():
     class Wrapping:
         @hookimpl(wrapper=True)
