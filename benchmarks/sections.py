@@ -306,8 +306,8 @@ async def sessions_durability(scale: Scale) -> str:
     no-plugin run, measured in the same comparison. A process that blocks on the disk pays
     twice: in the call, and in the work after it, which runs slower (its caches went cold
     while the core ran the kernel's I/O path and other programs). A tight loop of fdatasyncs
-    (``_fdatasync_floor``, still shown) has no work to slow down: 100-210 µs on the 2-core
-    benchmark machine, where the same call after each run adds 245-290 µs, and the run's own
+    (``_fdatasync_floor``, still shown) has no work to slow down: 90-210 µs on the 2-core
+    benchmark machine, where the same call after each run adds 245-310 µs, and the run's own
     work ran 36 µs slower around a 150 µs ``time.sleep`` but 7 µs around a 150 µs spin. The
     floor holds no plugin code: whatever the plugin does besides its flushes counts against it.
     """
