@@ -206,7 +206,7 @@ def _render_loop(measured: list[dict[str, Any]], scale: Scale) -> str:
         # Sessions' own target (durability "turn", its default: two fdatasyncs per run), on top.
         everything_target = 250e-6 + 1.2 * 2 * floor + 30e-6
         lines.append(
-            f"- with sessions too: {us(median[EVERYTHING])}; target ≤ 250 µs + sessions' (1.2 × 2 × the fdatasync floor of "
+            f"- with sessions too: {us(median[EVERYTHING])}; target ≤ 250 µs + sessions' (1.2 × 2 × the tight-loop fdatasync floor of "
             f"{us(floor)} + 30 µs) = {us(everything_target)}: {_verdict(median[EVERYTHING], everything_target)}"
         )
     run_sync = _across(measured, lambda one: one["run_sync"])
@@ -348,13 +348,15 @@ async def sessions_durability(scale: Scale) -> str:
         "## Sessions: what each durability mode costs a 2-turn run\n",
         f"fdatasync floor on this disk (one {len(_FLOOR_LINE)}-byte append and fdatasync, bare system calls, added to the no-plugin run; median): {us(floor)}",
         f"(back to back in a tight loop, with no work between them: {us(back_to_back)})\n",
-        "| mode | median per run | added to no plugins | fsyncs per run | target (1.2 × fsyncs × floor + 30 µs) |",
-        "|---|---|---|---|---|",
+        "| mode | median per run | added to no plugins | fsyncs per run | target (1.2 × fsyncs × floor + 30 µs) | the same with the tight-loop floor |",
+        "|---|---|---|---|---|---|",
     ]
     for mode, count in syncs.items():
         value = comparison.median(f"sessions, durability={mode}")
-        target = 1.2 * count * floor + 30e-6
-        lines.append(f"| {mode} | {us(value)} | {us(value - base)} | {count} | {us(target)}: {_verdict(value - base, target)} |")
+        target, strict = 1.2 * count * floor + 30e-6, 1.2 * count * back_to_back + 30e-6
+        lines.append(
+            f"| {mode} | {us(value)} | {us(value - base)} | {count} | {us(target)}: {_verdict(value - base, target)} | {us(strict)}: {_verdict(value - base, strict)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
