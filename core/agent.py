@@ -232,6 +232,7 @@ class Agent(Generic[DepsT, OutputT]):
         if plugins is None:
             plugins = configured_plugins(self.config.plugins, source=self.config.source)
         self.hooks = Hooks(activate(plugins))
+        self._redacts = self.hooks.implements(hookspecs.redact_text)
         OPTION_RANGES["max_send_backs"].check("max_send_backs", max_send_backs)
         self.max_send_backs = max_send_backs
         if hook_timeout is not None:
@@ -313,7 +314,7 @@ class Agent(Generic[DepsT, OutputT]):
     @property
     def redacts(self) -> bool:
         """Does any active plugin mask what stores keep (``redact_text``)? Stores may skip work when not."""
-        return self.hooks.implements(hookspecs.redact_text)
+        return self._redacts  # an agent's plugins are fixed when it is built
 
     def redact(self, value: Any) -> Any:
         """``value`` as a store may keep it: every plugin's ``redact_text`` rules (the guard's,
@@ -322,7 +323,7 @@ class Agent(Generic[DepsT, OutputT]):
         force, ``value`` itself comes back. Stores call this before they write; what the model
         reads and what tools receive are not affected.
         """
-        if not self.redacts:
+        if not self._redacts:
             return value
         if isinstance(value, str):  # most calls (a trace attribute, a line): no walk, no closure
             return self.hooks.redact_text(self, value)

@@ -462,7 +462,7 @@ class Hooks:
     def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
         result = _start(impl, hook, kwargs, self.plugins)
-        if inspect.iscoroutine(result):
+        if isinstance(result, types.CoroutineType):
             result.close()
             raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
         return result
@@ -480,9 +480,13 @@ class Hooks:
     def call_sync(self, spec: Callable[..., Any], /, **kwargs: Any) -> Any:
         """``call`` for a hook declared ``sync=True`` (or process-wide): no event loop needed."""
         hook = spec.__name__
-        style = self._style(hook)
-        if not style.is_sync:
+        if not self._style(hook).is_sync:
             raise TypeError(f"hook {hook!r} is not declared sync; await hooks.call(...) instead")
+        return self._run_sync(hook, kwargs)
+
+    def _run_sync(self, hook: str, kwargs: dict[str, Any]) -> Any:
+        """``_run`` for a sync hook (``call_sync`` and the typed methods of the core's sync hooks)."""
+        style = self._styles[hook]
         results = []
         for impl in self._impls[hook]:
             result = self._invoke_sync(impl, hook, kwargs)
@@ -608,23 +612,23 @@ class Hooks:
         return self._run("agent_closed", {"agent": agent})
 
     def agent_created(self, agent: Agent[Any, Any]) -> None:
-        self.call_sync(hookspecs.agent_created, agent=agent)
+        self._run_sync("agent_created", {"agent": agent})
 
     def check_tools(self, agent: Agent[Any, Any], tools: Mapping[str, Tool]) -> None:
-        self.call_sync(hookspecs.check_tools, agent=agent, tools=tools)
+        self._run_sync("check_tools", {"agent": agent, "tools": tools})
 
     def redact_text(self, agent: Agent[Any, Any], text: str) -> str:
-        answer: str = self.call_sync(hookspecs.redact_text, agent=agent, text=text)
+        answer: str = self._run_sync("redact_text", {"agent": agent, "text": text})
         return answer
 
     def register_tools(self, agent: Agent[Any, Any]) -> list[Tool]:
-        return [t for tools in self.call_sync(hookspecs.register_tools, agent=agent) for t in tools]
+        return [t for tools in self._run_sync("register_tools", {"agent": agent}) for t in tools]
 
     def register_providers(self, register: Callable[..., None]) -> None:
         self._each_isolated(hookspecs.register_providers, register=register)
 
     def session_plugin(self, session_id: str, path: str | None) -> object | None:
-        answer: object | None = self.call_sync(hookspecs.session_plugin, session_id=session_id, path=path)
+        answer: object | None = self._run_sync("session_plugin", {"session_id": session_id, "path": path})
         return answer
 
     def register_commands(self, subparsers: Any) -> None:

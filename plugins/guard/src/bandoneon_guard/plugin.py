@@ -99,8 +99,9 @@ class Guard(bandoneon.Plugin):
 
     @bandoneon.hookimpl
     def redact_text(self, text: str) -> str:
-        """What stores keep (sessions, memory, traces, eval reports, audit): every redaction."""
-        return self.redact(text)
+        """What stores keep (sessions, memory, traces, eval reports, audit): every redaction
+        (``redact``'s, asked of the enforcer directly: traces call this for every attribute)."""
+        return self._enforcer.redact(text)
 
     @bandoneon.hookimpl
     def check_tools(self, agent: bandoneon.Agent, tools: Mapping[str, bandoneon.Tool]) -> None:

@@ -56,8 +56,9 @@ class Draft:
         self.usage: tuple[bandoneon.Usage, float | None] | None = None
         self.span_id = ""
 
-    def to_span(self, trace_id: str) -> Span:
-        redactor = self.redactor
+    def to_span(self, trace_id: str, redactor: Redactor | None = None) -> Span:
+        """The finished span, redacted by ``redactor`` (default: the draft's own rules)."""
+        redactor = redactor or self.redactor
         operation, defaults = _KINDS[self.kind]
         attributes = {**defaults, **self.attributes}
         if self.usage is not None:
@@ -120,7 +121,15 @@ def _build(drafts: list[Draft]) -> list[Span]:
     trace_id = new_id(16)
     for draft in drafts:
         draft.span_id = new_id()
-    return [draft.to_span(trace_id) for draft in drafts]
+    # One remembering redactor per set of rules (a subagent's agent may have its own guard).
+    redactors: dict[int, Redactor] = {}
+    spans = []
+    for draft in drafts:
+        redactor = redactors.get(id(draft.redactor))
+        if redactor is None:
+            redactor = redactors[id(draft.redactor)] = draft.redactor.for_one_trace()
+        spans.append(draft.to_span(trace_id, redactor))
+    return spans
 
 
 def _usage_attributes(usage: bandoneon.Usage, cost: float | None) -> dict[str, Any]:

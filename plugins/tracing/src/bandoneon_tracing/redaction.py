@@ -44,6 +44,12 @@ class Redactor:
         copy.rules = self.rules
         return copy
 
+    def for_one_trace(self) -> Redactor:
+        """These rules, remembering each string's result: a trace repeats its model, tool and
+        agent names across spans, and a guard's rules are a chain of hook calls per string.
+        Only for the build of one trace (the rules do not change during it)."""
+        return self if self.is_noop else _Remembering(self)
+
     def text(self, value: str) -> str:
         if self.guard is not None:
             value = self.guard(value)
@@ -60,3 +66,18 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.value(item) for item in value]
         return value
+
+
+class _Remembering(Redactor):
+    """``Redactor.for_one_trace``: each distinct string redacted once."""
+
+    def __init__(self, rules: Redactor):
+        super().__init__(guard=rules.guard)
+        self.rules = rules.rules
+        self._done: dict[str, str] = {}
+
+    def text(self, value: str) -> str:
+        done = self._done.get(value)
+        if done is None:
+            done = self._done[value] = super().text(value)
+        return done
