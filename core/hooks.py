@@ -73,7 +73,6 @@ class _Declaration:
         object.__setattr__(self, "pick", None if general else operator.itemgetter(*self.argnames))
 
 
-
 @attrs.define(eq=False)
 class _Impl:
     """One implementation as ``_start`` calls it: ``function`` with the instance of the plugin at
