@@ -78,10 +78,10 @@ def loop_overhead(scale: Scale) -> str:
     One interpreter process can run the same code a third slower than the next (on these VMs the
     no-plugin run measured 30, 30, 41 and 48 µs in four processes differing only in their hash
     seed), and every contender of one process shares its luck. So each process measures every
-    figure side by side, and the section reports, for each figure, the median across processes;
-    a plugin's cost is its run minus the no-plugin run of the same process, then that median."""
+    figure side by side, and the section reports, for each figure, the median across processes
+    (a plugin's cost: in each process, what it adds to the no-plugin run of the same rounds)."""
     measured = [_measure_in_new_process("loop", scale) for _ in range(scale.processes)]
-    return _render_loop(measured, scale)
+    return _render_loop(measured)
 
 
 def _measure_in_new_process(name: str, scale: Scale) -> dict[str, Any]:
@@ -162,7 +162,7 @@ async def _each_plugin_alone(plugins: list[object], scale: Scale) -> dict[str, d
     return {name: {"median": comparison.median(name), "added": comparison.difference(name, NO_PLUGINS)} for name in agents if name != NO_PLUGINS}
 
 
-def _render_loop(measured: list[dict[str, Any]], scale: Scale) -> str:
+def _render_loop(measured: list[dict[str, Any]]) -> str:
     first = measured[0]
     contenders = [name for name in first["medians"] if all(name in one["medians"] for one in measured)]
     median = {name: _across(measured, lambda one, name=name: one["medians"][name]) for name in contenders}
@@ -311,8 +311,6 @@ async def sessions_durability(scale: Scale) -> str:
     work ran 36 µs slower around a 150 µs ``time.sleep`` but 7 µs around a 150 µs spin. The
     floor holds no plugin code: whatever the plugin does besides its flushes counts against it.
     """
-    import tempfile
-
     from bandoneon_sessions import JsonlStore, Sessions
 
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
