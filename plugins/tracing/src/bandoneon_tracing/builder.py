@@ -172,17 +172,21 @@ class SpanBuilder:
             return
         model = _model_of(run)
         state.response_model = None
-        turn_span = state.turn_span
-        parent = turn_span if turn_span is not None and turn_span.end is None else state.run_span
+        parent = state.turn_span if state.turn_span is not None and state.turn_span.end is None else state.run_span
         request = event.request
-        attributes = {
-            "gen_ai.request.model": model,
-            "gen_ai.provider.name": getattr(run.provider, "name", None),
-            "bandoneon.turn": event.turn,
-            "bandoneon.messages": len(request.messages),
-            "bandoneon.tools_offered": len(request.tools),
-        }
-        state.model_span = self._open(state, "model", model, parent, attributes)
+        state.model_span = self._open(
+            state,
+            "model",
+            model,
+            parent,
+            {
+                "gen_ai.request.model": model,
+                "gen_ai.provider.name": getattr(run.provider, "name", None),
+                "bandoneon.turn": event.turn,
+                "bandoneon.messages": len(request.messages),
+                "bandoneon.tools_offered": len(request.tools),
+            },
+        )
 
     def _on_model_fallback(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ModelFallback) -> None:
         """The failing model's span ends with its error; the next request opens the fallback's."""
@@ -230,12 +234,17 @@ class SpanBuilder:
         parent = state.turn_span if state.turn_span is not None else state.run_span
         # Arguments on every tool span, refused and unknown calls included: with the model
         # span's text they are the model's whole reply, which a replay needs.
-        attributes = {
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.id,
-            "bandoneon.tool.arguments": self._content(call.arguments),
-        }
-        return self._open(state, "tool", call.name, parent, attributes)
+        return self._open(
+            state,
+            "tool",
+            call.name,
+            parent,
+            {
+                "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.id,
+                "bandoneon.tool.arguments": self._content(call.arguments),
+            },
+        )
 
     def _on_tool_refused(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolRefused) -> None:
         span = self._tool_span(state, event.call)
