@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, overload
 
@@ -82,6 +81,55 @@ class Agent(Generic[DepsT, OutputT]):
     ``max_send_backs`` bounds how often ``check_answer`` hooks may send an answer back before
     the run ends with ``stop="answer_refused"``.
     """
+
+    # Slots: an agent has some forty attributes, past the thirty an instance's shared-key dict
+    # holds, so each new agent built a dict of its own (~1.5 KB, the slowest attribute reads
+    # on every step of the loop). ``__dict__`` stays: a subclass or a test may add its own.
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_cancel_requested",
+        "_configured_window",
+        "_context_cache",
+        "_fallbacks",
+        "_handles_approvals",
+        "_init_arguments",
+        "_learned_window",
+        "_listeners",
+        "_messages",
+        "_output_specs",
+        "_redacts",
+        "_running",
+        "_task",
+        "_tool_specs",
+        "_transcript",
+        "_window_known",
+        "append_system_prompt",
+        "config",
+        "context_files",
+        "cwd",
+        "deps_type",
+        "hook_profile",
+        "hook_timeout",
+        "hooks",
+        "json_limits",
+        "max_send_backs",
+        "max_tool_concurrency",
+        "max_turns",
+        "name",
+        "output_mode",
+        "output_retries",
+        "output_type",
+        "provider",
+        "run_timeout",
+        "settings",
+        "system_prompt",
+        "tool_choice",
+        "tool_timeout",
+        "tools",
+        "turn_timeout",
+        "usage",
+    )
 
     @overload
     def __init__(
@@ -649,18 +697,21 @@ class Agent(Generic[DepsT, OutputT]):
         stops generating and running tools are cancelled, then raises ``KeyboardInterrupt``;
         the history stays valid. A second Ctrl-C while it winds down interrupts at once.
         """
-        import asyncio
-
         loop = _sync_loop()
-        task = loop.create_task(self.run(prompt, deps=deps, output_type=output_type))
-        with _cancel_on_interrupt(self, task) as interrupted:
-            try:
-                result: RunResult[Any] = loop.run_until_complete(task)
-            except asyncio.CancelledError:  # interrupted before the run's first step
-                if not interrupted:
-                    raise
-        if interrupted:
+        task = loop.create_task(_stopping_when_done(loop, self.run(prompt, deps=deps, output_type=output_type)))
+        interrupt = _Interrupt.install(self, task)
+        try:
+            loop.run_forever()
+        finally:
+            if interrupt is not None:
+                interrupt.uninstall()
+        if interrupt is not None and interrupt.happened:
+            if task.done() and not task.cancelled():
+                task.exception()  # a failure while winding down: taken, the interrupt says what happened
             raise KeyboardInterrupt
+        if not task.done():
+            raise RuntimeError("the event loop was stopped before the run ended (loop.stop() inside a run_sync run)")
+        result: RunResult[Any] = task.result()
         return result
 
     async def stream(self, prompt: Prompt, *, deps: Any = None, output_type: Any = None) -> AsyncIterator[Event]:
@@ -742,33 +793,54 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
 _thread_state = threading.local()
 
 
-@contextlib.contextmanager
-def _cancel_on_interrupt(agent: Agent[Any, Any], task: asyncio.Task[Any]) -> Iterator[list[bool]]:
-    """While the block runs, the first SIGINT cancels ``agent``'s run instead of raising where
-    it lands (which would leave the model generating on its worker thread); the yielded list
-    becomes ``[True]`` when that happened. Only in the main thread, and only when SIGINT still
-    has Python's default handler (an application's own handler is left alone)."""
-    # The C module, not ``signal``: its wrappers convert every handler through an Enum, which
-    # cost more than the rest of a reused agent's run_sync.
-    import _signal as signal
-
-    interrupted: list[bool] = []
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield interrupted
-        return
-
-    def on_interrupt(signum: int, frame: Any) -> None:
-        if interrupted:
-            raise KeyboardInterrupt
-        interrupted.append(True)
-        agent._cancel_requested = True
-        task.get_loop().call_soon_threadsafe(task.cancel)  # wakes the loop out of its wait
-
-    signal.signal(signal.SIGINT, on_interrupt)
+async def _stopping_when_done(loop: asyncio.AbstractEventLoop, run: Awaitable[RunResult[Any]]) -> RunResult[Any]:
+    """``run``, then ``loop.stop()``: ``run_sync``'s ``run_forever`` ends in the iteration the
+    run ends in. (``run_until_complete`` stops through a done callback, one more iteration and
+    one more select call; a run on an in-process model needs only one.) The task's first step
+    always comes before a Ctrl-C's cancel (both go through the loop's queue, in order), so the
+    ``finally`` always runs."""
     try:
-        yield interrupted
+        return await run
     finally:
+        loop.stop()
+
+
+class _Interrupt:
+    """While ``run_sync``'s loop runs, the first SIGINT cancels the agent's run instead of
+    raising where it lands (which would leave the model generating on its worker thread);
+    ``happened`` says it did. Only in the main thread, and only when SIGINT still has Python's
+    default handler (an application's own handler is left alone)."""
+
+    __slots__ = ("agent", "happened", "task")
+
+    def __init__(self, agent: Agent[Any, Any], task: asyncio.Task[Any]):
+        self.agent = agent
+        self.task = task
+        self.happened = False
+
+    @classmethod
+    def install(cls, agent: Agent[Any, Any], task: asyncio.Task[Any]) -> _Interrupt | None:
+        # The C module, not ``signal``: its wrappers convert every handler through an Enum,
+        # which cost more than the rest of a reused agent's run_sync.
+        import _signal as signal
+
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return None
+        interrupt = cls(agent, task)
+        signal.signal(signal.SIGINT, interrupt._on_signal)
+        return interrupt
+
+    def uninstall(self) -> None:
+        import _signal as signal
+
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.happened:
+            raise KeyboardInterrupt
+        self.happened = True
+        self.agent._cancel_requested = True
+        self.task.get_loop().call_soon_threadsafe(self.task.cancel)  # wakes the loop out of its wait
 
 
 def _sync_loop() -> asyncio.AbstractEventLoop:
