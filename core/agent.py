@@ -224,18 +224,12 @@ class Agent(Generic[DepsT, OutputT]):
         self.config = config if isinstance(config, Config) else load_config(config)
         self.name = name
         self.cwd = Path(cwd) if cwd is not None else None
-        for option, value in (
-            ("max_turns", max_turns),
-            ("run_timeout", run_timeout),
-            ("tool_timeout", tool_timeout),
-            ("turn_timeout", turn_timeout),
-            ("hook_timeout", hook_timeout),
-            ("max_tool_concurrency", max_tool_concurrency),
-            ("context_window", context_window),
-            ("output_retries", output_retries),
-        ):
-            if value is not None or option == "output_retries":  # None is "unset" for all the others
+        arguments = self._init_arguments
+        for option in _UNSET_WHEN_NONE:
+            value = arguments[option]
+            if value is not None:
                 OPTION_RANGES[option].check(option, value)
+        OPTION_RANGES["output_retries"].check("output_retries", output_retries)
         self.max_turns = max_turns if max_turns is not None else (self.config.max_turns or 25)
         self.run_timeout = run_timeout if run_timeout is not None else self.config.run_timeout
         self.tool_timeout = tool_timeout if tool_timeout is not None else self.config.tool_timeout
@@ -277,9 +271,9 @@ class Agent(Generic[DepsT, OutputT]):
             raise
         for fallback in fallbacks:
             self.add_fallback(fallback)
-        if plugins is None:
+        if plugins is None and self.config.plugins:
             plugins = configured_plugins(self.config.plugins, source=self.config.source)
-        self.hooks = Hooks(activate(plugins))
+        self.hooks = Hooks(activate(plugins))  # None: the installed defaults (and the policy packs)
         self._redacts = self.hooks.implements(hookspecs.redact_text)
         OPTION_RANGES["max_send_backs"].check("max_send_backs", max_send_backs)
         self.max_send_backs = max_send_backs
@@ -306,7 +300,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._running = False
         self._cancel_requested = False
         self._task: asyncio.Task[Any] | None = None
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.hooks.agent_created(self)
 
     # ---------------------------------------------------------------- configuration
@@ -791,6 +785,12 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     return "local:", options
 
 _thread_state = threading.local()
+
+#: A new agent's usage (``Usage`` is frozen: one instance serves every agent).
+_NO_USAGE = Usage()
+
+#: Numeric options of ``Agent()`` for which None means "unset" (each checked only when given).
+_UNSET_WHEN_NONE = ("max_turns", "run_timeout", "tool_timeout", "turn_timeout", "hook_timeout", "max_tool_concurrency", "context_window")
 
 
 async def _stopping_when_done(loop: asyncio.AbstractEventLoop, run: Awaitable[RunResult[Any]]) -> RunResult[Any]:

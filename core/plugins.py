@@ -195,6 +195,7 @@ def refresh_plugins() -> None:
     installed_plugins.cache_clear()
     _flagged.cache_clear()
     _packs_by_name.cache_clear()
+    _defaults_besides_packs.cache_clear()
     installed_hookspecs.cache_clear()
     _entry_point_names.clear()
     forget_declarations()
@@ -295,9 +296,10 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
     """
     # policy_pack_classes() loads the installed plugins first, so that every one is known by its name.
     packs = _packs_by_name()
-    if plugins is None:
-        chosen = configured_plugins()
-    elif isinstance(plugins, Mapping):
+    if plugins is None:  # every Agent() without plugins=: nothing of agent code to check
+        defaults = [build_plugin(cls, source="default plugins") for cls in _defaults_besides_packs()]
+        return [*defaults, *(build_plugin(cls, source="policy pack") for cls in packs.values())]
+    if isinstance(plugins, Mapping):
         for name, options in plugins.items():
             if name in packs and options:
                 raise ConfigError(_pack_refusal(name, "configure"))
@@ -325,6 +327,13 @@ def activate(plugins: PluginsArgument, *, source: str = "arguments") -> list[obj
 @functools.cache
 def _packs_by_name() -> dict[str, type | types.ModuleType]:
     return {plugin_name(cls): cls for cls in policy_pack_classes()}
+
+
+@functools.cache
+def _defaults_besides_packs() -> tuple[type | types.ModuleType, ...]:
+    """The default plugins ``activate`` keeps: a pack flagged default is built once, as a pack."""
+    packs = _packs_by_name()
+    return tuple(cls for cls in default_plugin_classes() if packs.get(plugin_name(cls)) is not cls)
 
 
 def _pack_refusal(name: str, verb: str) -> str:
