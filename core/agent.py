@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import random
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -570,7 +571,7 @@ class Agent(Generic[DepsT, OutputT]):
         listeners = self._listeners
         run = RunContext(
             agent=self,
-            run_id=os.urandom(8).hex(),
+            run_id=_run_id(),
             prompt=text,
             prompt_parts=parts,
             messages=self._messages,
@@ -785,6 +786,12 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     return "local:", options
 
 _thread_state = threading.local()
+
+def _run_id() -> str:
+    """16 hex digits, unique, not secret: the random module's generator (reseeded in a forked
+    child) costs no system call, where ``os.urandom`` made one per run."""
+    return f"{random.getrandbits(64):016x}"
+
 
 #: A new agent's usage (``Usage`` is frozen: one instance serves every agent).
 _NO_USAGE = Usage()
