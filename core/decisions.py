@@ -12,7 +12,7 @@ from .messages import Message
 __all__ = ["Compacted", "FinalAnswer", "Refuse", "Respond", "Retry", "SendBack", "Stop"]
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class Stop:
     """End the run. ``reason`` becomes ``RunResult.stop``; ``answer`` its ``answer``.
 
