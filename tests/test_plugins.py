@@ -120,6 +120,12 @@ def test_a_policy_pack_is_active_in_every_agent_whatever_its_code_says(site):
     assert model.requests[0].system_prompt == "HEY"
 
 
+def test_a_policy_pack_flagged_default_too_is_active_once(site):
+    shout(site, is_default=True, is_policy_pack=True)
+    agent = bandoneon.Agent(ScriptedModel(), context_files=False)
+    assert [bandoneon.plugin_name(p) for p in agent.plugins] == ["shout"]
+
+
 def test_operators_can_disable_a_plugin(site, monkeypatch):
     shout(site, is_policy_pack=True)
     monkeypatch.setenv("BANDONEON_DISABLED_PLUGINS", "shout")
