@@ -581,8 +581,15 @@ class Hooks:
     async def check_answer(self, run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack:
         """Chained rewrites of the answer (as the spec declares); the first ``SendBack`` ends the
         chain, which the generic chained call cannot express, and a wrong answer type names its plugin."""
+        kwargs: dict[str, Any] = {"run": run, "answer": answer}
+        direct, plugins = self._direct, self.plugins
         for impl in self._impls["check_answer"]:
-            verdict = await self._invoke(impl, "check_answer", {"run": run, "answer": answer})
+            if direct:  # as in _run: a sync implementation is called without a coroutine
+                verdict = _start(impl, "check_answer", kwargs, plugins)
+                if impl.is_async:
+                    verdict = await Hooks._finish(impl, "check_answer", verdict)
+            else:
+                verdict = await self._invoke(impl, "check_answer", kwargs)
             if isinstance(verdict, SendBack):
                 return verdict
             if verdict is not None:
@@ -592,7 +599,7 @@ class Hooks:
                         plugin=impl.plugin,
                         hook="check_answer",
                     )
-                answer = verdict
+                answer = kwargs["answer"] = verdict
         return answer
 
     def system_prompt_sections(self, run: RunContext) -> Awaitable[list[str]]:
