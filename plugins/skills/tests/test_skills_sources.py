@@ -137,6 +137,38 @@ def test_an_edited_skill_is_seen_by_the_next_run(skills_dir, write_skill):
     assert "NEW AND LONGER" in result.messages[2].content
 
 
+def test_an_in_place_edit_of_the_same_size_is_seen_by_the_next_run(skills_dir, write_skill):
+    # Written into the same file (no new inode, the folders' own stats unchanged): only the
+    # SKILL.md's stat shows it, so an unchanged-folder shortcut must not hide it.
+    path = write_skill(skills_dir, "cakes", description="Use for cakes, OLD.")
+    model = ScriptedModel("first", "second")
+    agent = agent_with(Skills(folders=[skills_dir], packs=[]), model=model)
+    agent.run_sync("hi")
+    before = os.stat(path)
+    with open(path, "r+", encoding="utf-8") as file:
+        text = file.read()
+        file.seek(0)
+        file.write(text.replace("OLD", "NEW"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))  # the next clock tick, whatever the timer
+    assert os.stat(path).st_ino == before.st_ino and os.stat(path).st_size == before.st_size
+    agent.run_sync("hi again")
+    assert "Use for cakes, OLD." in model.requests[0].system_prompt
+    assert "Use for cakes, NEW." in model.requests[1].system_prompt
+
+
+def test_a_rescan_with_an_equal_result_keeps_the_catalog_object(skills_dir, write_skill):
+    # A touched file is parsed again into an equal skill: the catalog (and its rendering) stays.
+    path = write_skill(skills_dir, "cakes")
+    agent = agent_with(Skills(folders=[skills_dir], packs=[]), model=ScriptedModel("first", "second"))
+    agent.run_sync("hi")
+    library = agent.plugin("skills").library(agent)
+    first = library.skills
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 1_000_000))
+    assert library.refresh() is first
+    agent.run_sync("hi again")
+    assert library.skills is first
+
+
 def test_a_deleted_skill_leaves_the_catalog(skills_dir, write_skill):
     path = write_skill(skills_dir, "cakes")
     write_skill(skills_dir, "trays")

@@ -80,7 +80,10 @@ class Library:
         with self._lock:
             scans = [source.scan() for layer in self.layers for source in layer.sources]
             # Sources hand back the very same result object when nothing changed: then so do we.
-            if self._scans is not None and len(scans) == len(self._scans) and all(a is b for a, b in zip(scans, self._scans, strict=True)):
+            # One list comparison (each item by identity first, in C: this runs at the start of
+            # every run); a result equal to the last, though new, makes the same catalog too.
+            if scans == self._scans:
+                self._scans = scans
                 if report_problems:
                     for problem in self._problems:
                         self._report(problem + " (left out until it is fixed)")
@@ -159,10 +162,12 @@ class Library:
         """
         calls: dict[str, bandoneon.ToolCall] = {}
         names: list[str] = []
-        for message in messages:
+        for message in messages:  # asked before every tool call: plain loops, no generator each
             if message.role == "assistant":
-                calls.update((c.id, c) for c in message.tool_calls if c.name in tool_names)
-            elif message.role == "tool" and not message.is_error and message.tool_call_id in calls:
+                for c in message.tool_calls:
+                    if c.name in tool_names:
+                        calls[c.id] = c
+            elif calls and message.role == "tool" and not message.is_error and message.tool_call_id in calls:
                 call = calls[message.tool_call_id]
                 name = self._loaded_name(call, tool_names[call.name])
                 if name is not None and name not in names:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import warnings
+import weakref
 from fnmatch import fnmatchcase
 from pathlib import Path
 from types import ModuleType
@@ -29,9 +30,12 @@ MODES = ("all", "on-demand", "filesystem")
 LOAD_TOOL = "load_skill"
 READ_TOOL = "read_skill_file"
 Mode = Literal["all", "on-demand", "filesystem"]
+#: What each of this plugin's tools does to a skill, for ``Library.loaded``.
+_LOADING_TOOLS = {LOAD_TOOL: "load", READ_TOOL: "read"}
 
 
-_SCANNED = bandoneon.StashKey[dict[str, Skill]]("skills.catalog")  # this run's catalog
+# This run's section of the system prompt (in a tuple: None is a section too).
+_SECTION = bandoneon.StashKey[tuple[str | None]]("skills.section")
 
 
 class _RenderCache:
@@ -77,15 +81,22 @@ class Skills(bandoneon.Plugin):
     always_allowed: list[str] = attrs.field(factory=list)
     max_file_chars: int = attrs.field(default=20_000, validator=bandoneon.in_range(at_least=1, integer=True))
     _libraries: WeakKeyDictionary[Any, Library] = attrs.field(factory=WeakKeyDictionary, init=False, repr=False)
+    #: The last agent asked about and its library: most plugin instances serve one agent, and
+    #: a weak reference's call is cheaper than a weak-keyed lookup (twice a run).
+    _last: tuple[weakref.ref[Any], Library] | None = attrs.field(default=None, init=False, repr=False)
     _rendered: _RenderCache = attrs.field(factory=lambda: _RenderCache(), init=False, repr=False)
 
     # ---------------------------------------------------------------- building the library
 
     def library(self, agent: bandoneon.Agent) -> Library:
         """This agent's skills (sources are collected once per agent, scanned on every refresh)."""
+        last = self._last
+        if last is not None and last[0]() is agent:
+            return last[1]
         found = self._libraries.get(agent)
         if found is None:
             found = self._libraries[agent] = self._build_library(agent)
+        self._last = (weakref.ref(agent), found)
         return found
 
     def _build_library(self, agent: bandoneon.Agent) -> Library:
@@ -142,13 +153,14 @@ class Skills(bandoneon.Plugin):
     def system_prompt_sections(self, run: bandoneon.RunContext) -> str | None:
         # Re-scanned once per run: an edited SKILL.md is seen by the next run, and the turns of
         # one run (and the prompt cache) see one stable catalog.
-        skills = run.stash.get(_SCANNED)
-        if skills is None:
-            skills = run.stash[_SCANNED] = self.library(run.agent).refresh()
-        rendered = self._rendered.get(skills)
-        if rendered is None:  # the catalog changed (a new dict): render it once
-            rendered = self._rendered[skills] = (self._render(skills),)
-        return rendered[0]
+        section = run.stash.get(_SECTION)
+        if section is None:
+            skills = self.library(run.agent).refresh()
+            section = self._rendered.get(skills)
+            if section is None:  # the catalog changed (a new dict): render it once
+                section = self._rendered[skills] = (self._render(skills),)
+            run.stash[_SECTION] = section
+        return section[0]
 
     def _render(self, skills: dict[str, Skill]) -> str | None:
         if self.mode == "all":
@@ -173,7 +185,7 @@ class Skills(bandoneon.Plugin):
         if self.mode == "all":
             loaded = list(library.skills.values())
         else:
-            loaded = library.loaded(run.messages, {LOAD_TOOL: "load", READ_TOOL: "read"})
+            loaded = library.loaded(run.messages, _LOADING_TOOLS)
         limits = [skill for skill in loaded if skill.allowed_tools is not None]
         if not limits:
             return None

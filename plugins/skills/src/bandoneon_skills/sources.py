@@ -84,8 +84,10 @@ class FolderSource:
         self._cache: dict[Path, tuple[_StatKey, Skill | str]] = {}
         self._lock = threading.Lock()
         self._last: tuple[list[Skill], list[str]] | None = None
-        self._fingerprint: tuple[_StatKey | None, ...] = ()
-        self._watched: tuple[str, ...] = ()
+        # What the last scan saw: each watched path that existed with its stat, and those
+        # that did not exist (a missing root, a SKILL.md removed while being scanned).
+        self._watched: tuple[tuple[str, _StatKey], ...] = ()
+        self._absent: tuple[str, ...] = ()
         self._folders: list[str] = []
 
     def scan(self) -> tuple[list[Skill], list[str]]:
@@ -98,24 +100,28 @@ class FolderSource:
             root = str(self.root)
             with_skill_md = {path.parent.name for path in self._cache}
             bare = [os.path.join(root, name) for name in self._folders if name not in with_skill_md]
-            self._watched = (root, *bare, *(str(path) for path in self._cache))
-            self._fingerprint = tuple(_stat_key(path) for path in self._watched)
+            keys = [(path, _stat_key(path)) for path in (root, *bare, *(str(path) for path in self._cache))]
+            self._watched = tuple((path, key) for path, key in keys if key is not None)
+            self._absent = tuple(path for path, key in keys if key is None)
             return self._last
 
     def _unchanged(self) -> bool:
         """Whether every watched path still has the stat it had after the last scan (one
-        ``stat`` each, stopping at the first that changed)."""
-        stat, exists = os.stat, os.access
-        for path, key in zip(self._watched, self._fingerprint, strict=True):
-            if key is None:  # missing last time (strict=False, or removed since): still missing?
-                if exists(path, os.F_OK):  # a bool, not a stat's OSError per run
-                    return False
-                continue
-            try:
+        ``stat`` each, stopping at the first that changed), and every absent one is still absent.
+
+        Asked at the start of every run: one loop of stats and tuple comparisons, with the
+        paths that did not exist (rare) in a loop of their own."""
+        stat = os.stat
+        try:
+            for path, key in self._watched:
                 found = stat(path)
-            except OSError:
-                return False
-            if key != (found.st_mtime_ns, found.st_ctime_ns, found.st_size):
+                if key != (found.st_mtime_ns, found.st_ctime_ns, found.st_size):
+                    return False
+        except OSError:  # gone since
+            return False
+        exists = os.access
+        for path in self._absent:
+            if exists(path, os.F_OK):  # a bool, not a stat's OSError per run
                 return False
         return True
 
