@@ -172,6 +172,8 @@ class Library:
                 name = self._loaded_name(call, tool_names[call.name])
                 if name is not None and name not in names:
                     names.append(name)
+        if not names:  # the usual answer
+            return []
         return [self._skills[n] for n in names if n in self._skills]
 
     def _loaded_name(self, call: bandoneon.ToolCall, kind: str) -> str | None:
