@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import attrs
 import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call
@@ -246,3 +247,38 @@ def test_the_guards_rules_apply_inside_a_subagent():
     assert SENT == []
     child_refusal = [r for r in model.requests if r.system_prompt.startswith("You are the messenger")][1].messages[-1]
     assert child_refusal.is_error and child_refusal.content.startswith("Blocked by policy (ravens-to-allies")
+
+
+# ---------------------------------------------------------------- no rules, no hook per call
+
+
+def _implements_before_tool(guard: Guard) -> bool:
+    agent = bandoneon.Agent(ScriptedModel("ok"), tools=[send_raven], plugins=[guard], context_files=False)
+    return agent.hooks.implements(bandoneon.hookspecs.before_tool_execution)
+
+
+def test_a_guard_without_allow_rules_makes_no_call_before_each_tool():
+    # Nothing to decide, so nothing is called per tool call; the other walls stay.
+    bare = Guard()
+    assert isinstance(bare, Guard) and not _implements_before_tool(bare)
+    assert _implements_before_tool(Guard(rules=[ALLIES]))
+    assert _implements_before_tool(attrs.evolve(bare, rules=[ALLIES]))
+    assert not _implements_before_tool(attrs.evolve(Guard(rules=[ALLIES]), rules=()))
+    result, read = run_one(send_raven, bare, call("send_raven", to="anyone", text="hi"))
+    assert SENT == [("anyone", "hi")] and read == "raven sent to anyone"
+
+
+def test_a_guard_from_a_rule_file_alone_checks_every_call(tmp_path):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rule]]\nname = "allies"\ntool = "send_raven"\nargument = "to"\none_of = ["riverhold"]\n')
+    guard = Guard(rule_files=[str(policy)])
+    assert _implements_before_tool(guard)
+    result, read = run_one(send_raven, guard, call("send_raven", to="the-enemy", text="hi"))
+    assert SENT == [] and "Blocked by policy" in read
+
+
+def test_a_subclass_of_guard_keeps_its_class_and_hooks():
+    class Noisy(Guard):
+        pass
+
+    assert type(Noisy()) is Noisy and _implements_before_tool(Noisy())

@@ -78,6 +78,11 @@ class Guard(bandoneon.Plugin):
         )
         policy = merge_policies([own, *(load_policy(path) for path in self.rule_files)])
         self._enforcer = Enforcer(policy, label="bandoneon-guard")
+        if type(self) in (Guard, _GuardWithoutRules):  # a subclass of the user's keeps its own hooks
+            # The hooks an agent calls are fixed per plugin class (hooks set on an instance are
+            # validated anew for every agent built): a guard without allow rules is of the class
+            # that has no before_tool_execution, and no call of it per tool call.
+            self.__class__ = Guard if policy.rules else _GuardWithoutRules
 
     @property
     def policy(self) -> Policy:
@@ -155,3 +160,13 @@ class Guard(bandoneon.Plugin):
         from .cli import add_policy_command
 
         add_policy_command(subparsers)
+
+
+class _GuardWithoutRules(Guard):
+    """A ``Guard`` whose policy has no allow rules: the same walls, but ``before_tool_execution``
+    is not a hook here (it could only answer None). ``Guard(...)`` makes one when that is so."""
+
+    __slots__ = ()
+
+    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> None:
+        return None
