@@ -24,16 +24,18 @@ Each line stands alone, so any number of records can be written in one call. For
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Iterable
+from json.encoder import encode_basestring as _string  # C: a JSON string, non-ASCII kept as written
 from typing import Any
 
 import attrs
 
 import bandoneon
 
-__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_text", "message_text", "replay", "unframe", "usage_text"]
+__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_text", "frame_texts", "message_text", "replay", "unframe", "usage_text"]
 
 FORMAT_VERSION = 2
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
@@ -93,6 +95,15 @@ def frame_text(text: str) -> bytes:
     return b"%s\t%08x\n" % (body, zlib.crc32(body))
 
 
+def frame_texts(texts: list[str]) -> bytes:
+    """The lines of a batch in one piece: ``b"".join(map(frame_text, texts))`` without a call per line."""
+    lines = []
+    for text in texts:
+        body = text.encode()
+        lines.append(b"%s\t%08x\n" % (body, zlib.crc32(body)))
+    return b"".join(lines)
+
+
 def unframe(line: bytes) -> tuple[bytes, bool]:
     """The record's JSON and whether it was framed; ``ValueError`` if its checksum is wrong."""
     body, tab, checksum = line.rpartition(b"\t")
@@ -111,16 +122,65 @@ def usage_record(usage: bandoneon.Usage) -> dict[str, Any]:
     return {"type": "usage", "usage": bandoneon.unstructure(usage)}
 
 
-# The same records as JSON text, written straight from the values (``bandoneon.unstructure_json``):
-# ``message_text(m) == encode(message_record(m))``, without the dicts in between.
+# The same records as JSON text, written straight from the values: ``message_text(m) ==
+# encode(message_record(m))`` and ``usage_text(u) == encode(usage_record(u))``, byte for byte
+# (tests/test_sessions_records.py holds them to it). The shapes nearly every record has are
+# written by hand, each as one f-string: ``bandoneon.unstructure_json`` fills a ``%`` template,
+# whose parsing costs about seven times the f-string's joining, and a session writes five or
+# six records a run. Any other shape (thinking, parts, a subclass, a value of another type than
+# its field's) goes through ``unstructure_json``, which decides as the converter does.
 
 
 def message_text(message: bandoneon.Message) -> str:
-    return '{"type":"message","message":' + bandoneon.unstructure_json(message) + "}"
+    role, content, call_id, name, error = message.role, message.content, message.tool_call_id, message.name, message.is_error
+    calls = _calls_text(message.tool_calls)
+    if (
+        calls is None
+        or message.__class__ is not bandoneon.Message
+        or message.thinking
+        or message.parts
+        or role.__class__ is not str
+        or content.__class__ is not str
+        or not (call_id is None or call_id.__class__ is str)
+        or not (name is None or name.__class__ is str)
+        or error.__class__ is not bool
+    ):
+        return '{"type":"message","message":' + bandoneon.unstructure_json(message) + "}"
+    return (
+        f'{{"type":"message","message":{{"role":{_string(role)},"content":{_string(content)},"tool_calls":{calls},'
+        f'"tool_call_id":{"null" if call_id is None else _string(call_id)},"name":{"null" if name is None else _string(name)},'
+        f'"is_error":{"true" if error else "false"},"thinking":[],"parts":[]}}}}'
+    )
+
+
+def _calls_text(calls: tuple[bandoneon.ToolCall, ...]) -> str | None:
+    """The JSON list of ``calls`` written by hand; None when one is not a plain ``ToolCall`` of strings."""
+    if not calls:
+        return "[]"
+    texts = []
+    for call in calls:
+        if call.__class__ is not bandoneon.ToolCall:
+            return None
+        call_id, name, arguments = call.id, call.name, call.arguments
+        if call_id.__class__ is not str or name.__class__ is not str or arguments.__class__ is not str:
+            return None
+        texts.append(f'{{"id":{_string(call_id)},"name":{_string(name)},"arguments":{_string(arguments)}}}')
+    return "[" + ",".join(texts) + "]"
 
 
 def usage_text(usage: bandoneon.Usage) -> str:
-    return '{"type":"usage","usage":' + bandoneon.unstructure_json(usage) + "}"
+    given, taken, cached, cache_written, requests = usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens, usage.requests
+    cost = usage.cost
+    if (
+        usage.__class__ is not bandoneon.Usage
+        or not (given.__class__ is taken.__class__ is cached.__class__ is cache_written.__class__ is requests.__class__ is int)  # all five
+        or not (cost is None or (cost.__class__ is float and math.isfinite(cost)))
+    ):
+        return '{"type":"usage","usage":' + bandoneon.unstructure_json(usage) + "}"
+    return (
+        f'{{"type":"usage","usage":{{"input_tokens":{given},"output_tokens":{taken},"cached_input_tokens":{cached},'
+        f'"cache_write_tokens":{cache_written},"requests":{requests},"cost":{"null" if cost is None else float.__repr__(cost)}}}}}'
+    )
 
 
 def header_record(session_id: str, created_at: float, forked_from: str | None = None) -> dict[str, Any]:

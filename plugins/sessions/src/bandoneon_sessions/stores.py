@@ -28,7 +28,7 @@ from .records import (
     check_session_id,
     encode,
     frame,
-    frame_text,
+    frame_texts,
     header_record,
     message_record,
     message_text,
@@ -269,7 +269,7 @@ class _JsonlWriter(SessionWriter):
         return bool(self._pending)
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> bytes:
-        return b"".join([frame_text(text) for text in batch_texts(messages, usage=usage, clear=clear)])
+        return frame_texts(batch_texts(messages, usage=usage, clear=clear))
 
     def _write(self, records: bytes, *, sync: bool) -> None:
         data = self._pending + records if self._pending else records

@@ -1,0 +1,66 @@
+"""The records written by hand are the records the core's converter writes, byte for byte.
+
+``message_text`` and ``usage_text`` write the common shapes as f-strings (the session's hot
+path); the on-disk format is ``encode(message_record(m))``, the converter's JSON. Any value,
+common or not, must give the same text both ways.
+"""
+
+from __future__ import annotations
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bandoneon
+from bandoneon_sessions.records import encode, message_record, message_text, usage_record, usage_text
+
+text = st.text()  # any code point: quotes, backslashes, control characters, non-ASCII, surrogates
+maybe_text = st.none() | text
+calls = st.builds(bandoneon.ToolCall, text, text, text)
+
+
+@attrs.frozen
+class _MyMessage(bandoneon.Message):
+    """A subclass: not the shape written by hand."""
+
+
+class _MyStr(str):
+    """A str subclass: the converter's way, not the hand's."""
+
+
+messages = st.builds(
+    bandoneon.Message,
+    st.sampled_from(["system", "user", "assistant", "tool"]),
+    text | text.map(_MyStr),
+    st.lists(calls, max_size=3),
+    maybe_text,
+    maybe_text,
+    st.booleans(),
+    st.lists(st.builds(bandoneon.Thinking, text, maybe_text, st.booleans()), max_size=1),
+    st.lists(st.builds(bandoneon.TextPart, text), max_size=1),
+)
+
+
+@given(messages)
+def test_message_text_is_the_converters_record(message: bandoneon.Message) -> None:
+    assert message_text(message) == encode(message_record(message))
+
+
+def test_message_text_of_other_shapes() -> None:
+    call = bandoneon.ToolCall("c1", "roast", '{"bean": "café"}')
+    for message in [
+        _MyMessage("user", "hi"),
+        bandoneon.Message("assistant", "", (call, attrs.evolve(call, id=_MyStr("c2")))),
+        bandoneon.Message.tool(call, "done\n\t\"ok\" ☕", is_error=True),
+    ]:
+        assert message_text(message) == encode(message_record(message))
+
+
+counts = st.integers(min_value=0, max_value=2**70) | st.booleans()
+costs = st.none() | st.floats(allow_nan=True, allow_infinity=True) | st.integers(max_value=10)
+
+
+@given(counts, counts, counts, counts, counts, costs)
+def test_usage_text_is_the_converters_record(a: int, b: int, c: int, d: int, e: int, cost: float | None) -> None:
+    usage = bandoneon.Usage(a, b, c, d, e, cost)
+    assert usage_text(usage) == encode(usage_record(usage))
