@@ -15,7 +15,7 @@ import logging
 import os
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
@@ -163,7 +163,9 @@ class Sessions(bandoneon.Plugin):
         written = self._written
         if written.ahead is not None or self.durability == "run":
             return
-        await self._flush(run, sync=self.durability == "turn")
+        waiting = self._flush(run, sync=self.durability == "turn")
+        if waiting is not None:
+            await waiting
         written.ahead = _last_assistant(run.transcript)
 
     @bandoneon.hookimpl
@@ -192,7 +194,9 @@ class Sessions(bandoneon.Plugin):
         written = self._written
         # A turn whose calls were written ahead leaves only results (flushed with the next
         # write); calls no tool ran for (refused, cut off) are flushed now under "turn".
-        await self._flush(run, sync=self.durability == "turn" and written.ahead is None)
+        waiting = self._flush(run, sync=self.durability == "turn" and written.ahead is None)
+        if waiting is not None:
+            await waiting
         written.end_turn()
 
     @bandoneon.hookimpl
@@ -200,16 +204,22 @@ class Sessions(bandoneon.Plugin):
         try:
             # Whatever the run left unflushed goes down now: its answer, or the results of a run
             # that ended right after its tools (a usage record alone never waits for the disk).
-            await self._flush(run, usage=result.usage, sync=self.durability != "os", only_if_needed=True)
+            waiting = self._flush(run, usage=result.usage, sync=self.durability != "os", only_if_needed=True)
+            if waiting is not None:
+                await waiting
         finally:
             self._written.end_turn()
             if self._written.writing:
                 self._written.writing = False
                 Sessions._writing_runs -= 1
 
-    async def _flush(self, run: bandoneon.RunContext, *, sync: bool, usage: bandoneon.Usage | None = None, only_if_needed: bool = False) -> None:
+    def _flush(self, run: bandoneon.RunContext, *, sync: bool, usage: bandoneon.Usage | None = None, only_if_needed: bool = False) -> Awaitable[None] | None:
         """Write what the transcript holds beyond what was written; ``sync``: flush it to disk.
-        ``only_if_needed``: sync only if messages are written now or were written unsynced."""
+        ``only_if_needed``: sync only if messages are written now or were written unsynced.
+
+        A plain function: it writes at once, unless the flush must wait on a worker thread, whose
+        awaitable it returns (None: written). Most flushes wait for nothing (``"os"``, a result,
+        a fast disk), and a coroutine per flush cost more than its write's bookkeeping."""
         writer = self._open_writer()
         written = self._written
         transcript = run.transcript
@@ -220,7 +230,7 @@ class Sessions(bandoneon.Plugin):
             new = [m for m in new if m.role != "tool" or m.tool_call_id not in written.early]
         if not new and usage is None and not replaced and not writer.has_pending:
             written.mark(transcript)  # what is left was written already (results of calls written ahead)
-            return
+            return None
         if only_if_needed:
             sync = sync and bool(new or replaced or written.unsynced)
         # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
@@ -231,10 +241,15 @@ class Sessions(bandoneon.Plugin):
             written.writing = True
             Sessions._writing_runs += 1
         if sync and not self._sync_on_loop(writer):
-            await asyncio.to_thread(writer.append, masked, usage=usage, clear=bool(replaced), sync=True)
-        else:  # a buffered write, or a fast flush, costs less than the hop to a thread
-            writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
+            return self._flush_on_thread(writer, masked, usage=usage, clear=bool(replaced))
+        # A buffered write, or a fast flush, costs less than the hop to a thread.
+        writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
         written.unsynced = not sync and (written.unsynced or bool(new))
+        return None
+
+    async def _flush_on_thread(self, writer: SessionWriter, masked: list[bandoneon.Message], *, usage: bandoneon.Usage | None, clear: bool) -> None:
+        await asyncio.to_thread(writer.append, masked, usage=usage, clear=clear, sync=True)
+        self._written.unsynced = False  # only once it is on disk: a failed flush is tried again, synced
 
     @staticmethod
     def _sync_on_loop(writer: SessionWriter) -> bool:
