@@ -282,6 +282,7 @@ class _Plan:
 
 
 _plans: dict[tuple[object, ...], _Plan] = {}
+_NONE_UNUSED: frozenset[str] = frozenset()
 
 
 def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
@@ -289,26 +290,35 @@ def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
     implementations of its own (then it is validated by itself, every time)."""
     kinds = tuple([p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins])
     cacheable = not any([not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins])
-    key = (kinds, process_wide)
-    found = _plans.get(key) if cacheable else None
+    # An instance's own choice (a class or a module has no options to narrow its hooks by).
+    unused = tuple([_NONE_UNUSED if isinstance(p, (type, types.ModuleType)) else getattr(p, "unused_hooks", _NONE_UNUSED) for p in plugins])
+    key = (kinds, unused, process_wide)
+    try:
+        found = _plans.get(key) if cacheable else None
+    except TypeError:  # an unhashable unused_hooks: _make_plan says what is wrong with it
+        found, cacheable = None, False
     if found is None:
-        found = _make_plan(plugins, kinds, process_wide)
+        found = _make_plan(plugins, kinds, unused, process_wide)
         if cacheable:
             _plans[key] = found
     return found
 
 
-def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], process_wide: bool) -> _Plan:
+def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: tuple[object, ...], process_wide: bool) -> _Plan:
     """Policy packs first, then tryfirst, the others, trylast; later-registered first within
     each, except among trylast (pluggy inserts those at the front, so earlier-registered ones
-    run first)."""
+    run first). A plugin's ``unused_hooks`` are left out."""
     published = [m for m in map(published_hookspecs, kinds) if m is not None]
     specs: SpecModules = _known_specs() if not published else tuple(dict.fromkeys([*_known_specs(), *published]))
     styles = _styles(specs)
     ranked: dict[str, list[tuple[bool, int, int, tuple[int, _Declaration]]]] = {}
     for position, (plugin, kind) in enumerate(zip(plugins, kinds, strict=True)):
         is_pack = bool(getattr(kind, "is_policy_pack", False))
-        for declaration in _declarations(plugin, specs, process_wide=process_wide):
+        declarations = _declarations(plugin, specs, process_wide=process_wide)
+        skipped = _checked_unused(plugin, unused[position], declarations)
+        for declaration in declarations:
+            if declaration.hook in skipped:
+                continue
             ranked.setdefault(declaration.hook, []).append(
                 (not is_pack, declaration.order, position if declaration.order == 2 else -position, (position, declaration))
             )
@@ -329,6 +339,22 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], process_w
         implemented=frozenset(hook for hook, _ in order),
         observers_are_sync=not any(d.is_async for hook, entries in order if hook == "on_event" for _, d in entries),
     )
+
+
+def _checked_unused(plugin: object, unused: object, declarations: tuple[_Declaration, ...]) -> frozenset[str]:
+    """``plugin``'s ``unused_hooks``, each a hook it implements (a misspelt name would leave a
+    hook called that its author meant to switch off)."""
+    if not unused:
+        return _NONE_UNUSED
+    if not isinstance(unused, frozenset) or not all(isinstance(hook, str) for hook in unused):
+        raise PluginError(f"plugin {plugin_name(plugin)!r}: unused_hooks must be a frozenset of hook names, got {unused!r}", plugin=plugin_name(plugin))
+    strangers = sorted(unused - {d.hook for d in declarations})
+    if strangers:
+        raise PluginError(
+            f"plugin {plugin_name(plugin)!r}: unused_hooks names {', '.join(map(repr, strangers))}, which it does not implement",
+            plugin=plugin_name(plugin),
+        )
+    return unused
 
 
 def _bound(plugin: object, name: str, d: _Declaration) -> _Impl:

@@ -73,6 +73,11 @@ class Plugin:
     #: This plugin asks a person about ``needs_approval`` tools. Without one active, the core
     #: refuses those calls: an approval nobody can give is a no, never a silent yes.
     handles_approvals: ClassVar[bool] = False
+    #: Hooks of this plugin's class that this instance does not need, for its options (a guard
+    #: without allow rules has nothing to say before a tool runs): an agent built with it never
+    #: calls them. Read when the agent is built, and kept for it: set it (an attribute or a
+    #: property) from the options, not later. Each name must be a hook the class implements.
+    unused_hooks: frozenset[str] = frozenset()
 
 
 #: Loaded entry-point objects (classes, modules) -> their entry-point names.

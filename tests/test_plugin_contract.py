@@ -300,3 +300,48 @@ def test_first_answer_stops_at_the_first_non_none_answer():
 
     assert agent_with(Stopper(), Last(), Quiet()).run_sync("go").stop == "stopped"
     assert calls == ["quiet", "stopper"]
+
+
+# ---------------------------------------------------------------- unused_hooks
+
+
+class Counting(bandoneon.Plugin):
+    """Counts its before_turn calls; ``quiet`` instances say they do not need that hook."""
+
+    def __init__(self, *, quiet: bool = False, unused: object = None):
+        self.turns = 0
+        if quiet:
+            self.unused_hooks = frozenset({"before_turn"})
+        if unused is not None:
+            self.unused_hooks = unused  # type: ignore[assignment]
+
+    @hookimpl
+    def before_turn(self, run):
+        self.turns += 1
+
+    @hookimpl
+    def after_turn(self, run, turn):
+        pass
+
+
+def test_an_instance_leaves_its_unused_hooks_uncalled_and_another_of_its_class_does_not():
+    quiet, loud = Counting(quiet=True), Counting()
+    for plugin in (quiet, loud, Counting(quiet=True)):  # the plans of both are kept apart
+        agent_with(plugin).run_sync("go")
+    assert (quiet.turns, loud.turns) == (0, 2)
+    assert not agent_with(Counting(quiet=True)).hooks.implements(bandoneon.hookspecs.before_turn)
+    assert agent_with(Counting(quiet=True)).hooks.implements(bandoneon.hookspecs.after_turn)
+
+
+@pytest.mark.parametrize(
+    "unused, error",
+    [
+        (frozenset({"before_trun"}), "unused_hooks names 'before_trun', which it does not implement"),
+        (frozenset({"should_stop"}), "unused_hooks names 'should_stop', which it does not implement"),
+        ({"before_turn"}, "unused_hooks must be a frozenset of hook names"),
+        (["before_turn"], "unused_hooks must be a frozenset of hook names"),
+    ],
+)
+def test_unused_hooks_that_are_not_the_plugins_hooks_are_a_clear_error(unused, error):
+    with pytest.raises(PluginError, match=error):
+        agent_with(Counting(unused=unused))

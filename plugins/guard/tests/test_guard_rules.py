@@ -260,7 +260,7 @@ def _implements_before_tool(guard: Guard) -> bool:
 def test_a_guard_without_allow_rules_makes_no_call_before_each_tool():
     # Nothing to decide, so nothing is called per tool call; the other walls stay.
     bare = Guard()
-    assert isinstance(bare, Guard) and not _implements_before_tool(bare)
+    assert type(bare) is Guard and not _implements_before_tool(bare)
     assert _implements_before_tool(Guard(rules=[ALLIES]))
     assert _implements_before_tool(attrs.evolve(bare, rules=[ALLIES]))
     assert not _implements_before_tool(attrs.evolve(Guard(rules=[ALLIES]), rules=()))
@@ -277,8 +277,8 @@ def test_a_guard_from_a_rule_file_alone_checks_every_call(tmp_path):
     assert SENT == [] and "Blocked by policy" in read
 
 
-def test_a_subclass_of_guard_keeps_its_class_and_hooks():
+def test_a_subclass_of_guard_leaves_the_hook_uncalled_as_guard_does():
     class Noisy(Guard):
         pass
 
-    assert type(Noisy()) is Noisy and _implements_before_tool(Noisy())
+    assert not _implements_before_tool(Noisy()) and _implements_before_tool(Noisy(rules=[ALLIES]))

@@ -34,6 +34,10 @@ def _redactions(items: Any) -> tuple[Redaction, ...]:
     )
 
 
+#: What a guard whose policy has no allow rules leaves uncalled (``Plugin.unused_hooks``).
+_WITHOUT_RULES = frozenset({"before_tool_execution"})
+
+
 @attrs.define
 class Guard(bandoneon.Plugin):
     """Allow rules on every call, redaction and untrusted marking of results, the trifecta check.
@@ -78,11 +82,8 @@ class Guard(bandoneon.Plugin):
         )
         policy = merge_policies([own, *(load_policy(path) for path in self.rule_files)])
         self._enforcer = Enforcer(policy, label="bandoneon-guard")
-        if type(self) in (Guard, _GuardWithoutRules):  # a subclass of the user's keeps its own hooks
-            # The hooks an agent calls are fixed per plugin class (hooks set on an instance are
-            # validated anew for every agent built): a guard without allow rules is of the class
-            # that has no before_tool_execution, and no call of it per tool call.
-            self.__class__ = Guard if policy.rules else _GuardWithoutRules
+        # Without allow rules, before_tool_execution could only answer None: no call per tool call.
+        self.unused_hooks = frozenset() if policy.rules else _WITHOUT_RULES
 
     @property
     def policy(self) -> Policy:
@@ -161,12 +162,3 @@ class Guard(bandoneon.Plugin):
 
         add_policy_command(subparsers)
 
-
-class _GuardWithoutRules(Guard):
-    """A ``Guard`` whose policy has no allow rules: the same walls, but ``before_tool_execution``
-    is not a hook here (it could only answer None). ``Guard(...)`` makes one when that is so."""
-
-    __slots__ = ()
-
-    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> None:
-        return None
