@@ -1,8 +1,8 @@
 """The records written by hand are the records the core's converter writes, byte for byte.
 
-``message_text`` and ``usage_text`` write the common shapes as f-strings (the session's hot
-path); the on-disk format is ``encode(message_record(m))``, the converter's JSON. Any value,
-common or not, must give the same text both ways.
+``message_text``, ``tool_result_text`` and ``usage_text`` write the common shapes as f-strings
+(the session's hot path); the on-disk format is ``encode(message_record(m))``, the converter's
+JSON. Any value, common or not, must give the same text both ways.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bandoneon
-from bandoneon_sessions.records import encode, message_record, message_text, usage_record, usage_text
+from bandoneon_sessions.records import encode, message_record, message_text, tool_result_text, usage_record, usage_text
 
 text = st.text()  # any code point: quotes, backslashes, control characters, non-ASCII, surrogates
 maybe_text = st.none() | text
@@ -54,6 +54,11 @@ def test_message_text_of_other_shapes() -> None:
         bandoneon.Message.tool(call, "done\n\t\"ok\" ☕", is_error=True),
     ]:
         assert message_text(message) == encode(message_record(message))
+
+
+@given(st.builds(bandoneon.ToolResult, calls, text | text.map(_MyStr), st.booleans()))
+def test_tool_result_text_is_its_messages_record(result: bandoneon.ToolResult) -> None:
+    assert tool_result_text(result) == encode(message_record(result.to_message()))
 
 
 counts = st.integers(min_value=0, max_value=2**70) | st.booleans()

@@ -181,7 +181,10 @@ class Sessions(bandoneon.Plugin):
         written.early.add(result.call.id)
         written.unsynced = True
         try:
-            writer.append(run.agent.redact([result.to_message()]), sync=False)
+            if run.agent.redacts:  # masked as a message, like every other record
+                writer.append(run.agent.redact([result.to_message()]), sync=False)
+            else:
+                writer.append_result(result)
         except (OSError, SessionError) as exc:
             log.warning("session %r: the result of %s could not be written yet (%s); it goes with the next write", self.session_id, result.call.name, exc)
 

@@ -35,7 +35,7 @@ import attrs
 
 import bandoneon
 
-__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_text", "frame_texts", "message_text", "replay", "unframe", "usage_text"]
+__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_text", "frame_texts", "message_text", "replay", "tool_result_text", "unframe", "usage_text"]
 
 FORMAT_VERSION = 2
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
@@ -146,8 +146,23 @@ def message_text(message: bandoneon.Message) -> str:
         or error.__class__ is not bool
     ):
         return '{"type":"message","message":' + bandoneon.unstructure_json(message) + "}"
+    return _message_text(_string(role), content, calls, call_id, name, error)
+
+
+def tool_result_text(result: bandoneon.ToolResult) -> str:
+    """``message_text(result.to_message())`` without building the message: the loop builds its
+    own from the result, and a second one cost more than this record's text."""
+    call, content, error = result.call, result.content, result.is_error
+    call_id, name = call.id, call.name
+    if result.__class__ is not bandoneon.ToolResult or content.__class__ is not str or call_id.__class__ is not str or name.__class__ is not str or error.__class__ is not bool:
+        return message_text(result.to_message())
+    return _message_text('"tool"', content, "[]", call_id, name, error)
+
+
+def _message_text(role: str, content: str, calls: str, call_id: str | None, name: str | None, error: bool) -> str:
+    """A message record of the usual shape; ``role`` and ``calls`` are JSON already."""
     return (
-        f'{{"type":"message","message":{{"role":{_string(role)},"content":{_string(content)},"tool_calls":{calls},'
+        f'{{"type":"message","message":{{"role":{role},"content":{_string(content)},"tool_calls":{calls},'
         f'"tool_call_id":{"null" if call_id is None else _string(call_id)},"name":{"null" if name is None else _string(name)},'
         f'"is_error":{"true" if error else "false"},"thinking":[],"parts":[]}}}}'
     )

@@ -33,6 +33,7 @@ from .records import (
     message_record,
     message_text,
     replay,
+    tool_result_text,
     usage_record,
     usage_text,
     valid_cut,
@@ -209,10 +210,19 @@ class SessionWriter(abc.ABC):
         self._write(records, sync=True)
         self.recent_syncs = (*self.recent_syncs[-2:], time.perf_counter() - started)
 
+    def append_result(self, result: bandoneon.ToolResult) -> None:
+        """A tool result as its message's record, buffered (no flush). Our own stores write it
+        from the result itself: the loop builds the message from it anyway, once is enough."""
+        self._write(self._result_records(result), sync=False)
+
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> Any:
         """The batch in the form ``_write`` takes: the records (dicts) here; a writer of our own
         stores takes them as JSON text, written straight from the values (empty: nothing to write)."""
         return batch(messages, usage=usage, clear=clear)
+
+    def _result_records(self, result: bandoneon.ToolResult) -> Any:
+        """``append_result``'s batch in the form ``_write`` takes (here through the message)."""
+        return self._records([result.to_message()], None, False)
 
     @property
     @abc.abstractmethod
@@ -270,6 +280,9 @@ class _JsonlWriter(SessionWriter):
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> bytes:
         return frame_texts(batch_texts(messages, usage=usage, clear=clear))
+
+    def _result_records(self, result: bandoneon.ToolResult) -> bytes:
+        return frame_texts([tool_result_text(result)])
 
     def _write(self, records: bytes, *, sync: bool) -> None:
         data = self._pending + records if self._pending else records
@@ -441,6 +454,9 @@ class _SqliteWriter(SessionWriter):
 
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> list[str]:
         return batch_texts(messages, usage=usage, clear=clear)
+
+    def _result_records(self, result: bandoneon.ToolResult) -> list[str]:
+        return [tool_result_text(result)]
 
     def _write(self, records: list[str], *, sync: bool) -> None:
         rows = self._pending + [(self._session_id, self._next_seq + n, text) for n, text in enumerate(records)]
