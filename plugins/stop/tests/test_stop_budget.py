@@ -129,3 +129,18 @@ def test_a_token_budget_over_http(mock_llm: MockLLMServer):
     result = agent.run_sync("Find a bell.")
     assert result.stop == "budget" and "1440 tokens" in result.detail
     assert len(mock_llm.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "options, called",
+    [
+        ({}, {"should_stop", "after_tool_execution"}),
+        ({"max_tokens": 100}, {"should_stop", "after_tool_execution", "before_turn"}),
+        ({"no_progress_after": 0, "permission_to_give_up": True}, {"should_stop", "system_prompt_sections"}),
+        ({"wrap_up_on": ("max_turns",), "stop_on": ("search",)}, {"should_stop", "after_tool_execution", "wrap_up", "agent_created"}),
+    ],
+)
+def test_a_run_calls_only_the_hooks_its_options_need(options, called):
+    agent = bandoneon.Agent(ScriptedModel("done"), tools=[search], plugins=[StopRules(**options)], context_files=False)
+    hooks = ("before_turn", "system_prompt_sections", "wrap_up", "agent_created", "after_tool_execution", "should_stop")
+    assert {hook for hook in hooks if agent.hooks.implements(getattr(bandoneon.hookspecs, hook))} == called

@@ -26,6 +26,7 @@ __all__ = ["Backoff"]
 log = logging.getLogger("bandoneon_retry")
 
 _STATE = bandoneon.StashKey[float]("retry.first_failure")
+_NO_FALLBACKS = frozenset({"agent_created"})
 
 
 @attrs.define
@@ -67,6 +68,8 @@ class Backoff(bandoneon.Plugin):
             raise bandoneon.ConfigError(f"retry: fallback must list model strings such as 'ollama:llama3.1', got {self.fallback!r}")
         # Seeding a generator reads the OS's entropy: only a seeded instance gets its own.
         self.random = random_module.Random(self.seed).random if self.seed is not None else random_module.random
+        if not self.fallback:  # agent_created only adds the fallbacks (Plugin.unused_hooks)
+            self.unused_hooks = _NO_FALLBACKS
 
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import ClassVar
 
@@ -44,6 +45,14 @@ class _RunState:
     warned_unpriced: bool = False
 
 
+@functools.cache
+def _unused_hooks(*, budget: bool, give_up: bool, wrap_up: bool, stop_on: bool, watchdog: bool) -> frozenset[str]:
+    """The hooks that have nothing to do with these options (``Plugin.unused_hooks``): with the
+    defaults, a run calls only ``should_stop`` and the watchdog's ``after_tool_execution``."""
+    needed = {"before_turn": budget, "system_prompt_sections": give_up, "wrap_up": wrap_up, "agent_created": stop_on, "after_tool_execution": watchdog}
+    return frozenset(hook for hook, used in needed.items() if not used)
+
+
 @attrs.define
 class StopRules(bandoneon.Plugin):
     """Ends a run on a terminal tool, an error streak, a budget or a model repeating itself;
@@ -80,6 +89,9 @@ class StopRules(bandoneon.Plugin):
             raise bandoneon.ConfigError(f"stop: wrap_up_on must list stop reasons such as {', '.join(LIMITS)}, got {self.wrap_up_on!r}")
         if self.wrap_up_on and not self.wrap_up_text.strip():
             raise bandoneon.ConfigError("stop: wrap_up_text is empty; the wrap-up call needs an instruction")
+        self.unused_hooks = _unused_hooks(
+            budget=self.has_budget, give_up=self.permission_to_give_up, wrap_up=bool(self.wrap_up_on), stop_on=bool(self.stop_on), watchdog=bool(self.no_progress_after)
+        )
 
     @property
     def has_budget(self) -> bool:
