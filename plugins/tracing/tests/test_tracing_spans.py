@@ -202,6 +202,22 @@ def test_the_agents_store_redaction_and_our_own_rules_apply_to_span_attributes()
     assert run.attributes["bandoneon.prompt"] == "[NAME] plays hole 1"
 
 
+def test_a_redacting_agents_trace_is_redacted_at_run_end_and_built_when_read():
+    """The agent's rules apply when the root run ends (errors and events included); the spans
+    themselves wait for a reader. Tracing's own operation names are not redacted."""
+    from bandoneon_tracing import Trace
+
+    model = ScriptedModel(bandoneon.ServerError("Astor's card declined"), call("putt", meters=3), "Astor holed out")
+    agent, tracing = traced(model, plugins=[NameGuard(), RetryOnce()], redact=["chat"])
+    agent.run_sync("Astor plays hole 1")
+    (kept,) = tracing.memory._kept
+    assert isinstance(kept, Trace) and kept._spans is None  # redacted, not built
+    assert "Astor" not in repr([(d.attributes, d.error, d.events) for d in kept._drafts])
+    spans = list(kept)
+    assert "Astor" not in repr([(s.attributes, s.error, s.events) for s in spans])
+    assert {s.attributes["gen_ai.operation.name"] for s in spans if s.kind != "turn"} == {"invoke_agent", "chat", "execute_tool"}
+
+
 def test_a_bad_redaction_regex_is_a_config_error_naming_it():
     with pytest.raises(bandoneon.ConfigError, match=r"\(unclosed"):
         Tracing(redact=["(unclosed"])

@@ -21,14 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 import bandoneon
 
 from .pricing import PriceTable
-from .recording import Draft, Trace
+from .recording import Draft, Trace, redact_drafts
 from .redaction import Redactor
-from .spans import Kind, SpanEvent
+from .spans import Kind
 
 __all__ = ["RunTrace", "SpanBuilder", "TraceBuffer"]
 
@@ -37,29 +35,36 @@ STATE_KEY: bandoneon.StashKey[RunTrace] = bandoneon.StashKey("tracing")
 _current_tool: contextvars.ContextVar[Draft | None] = contextvars.ContextVar("bandoneon_tracing_tool", default=None)
 
 
-@attrs.define(eq=False)
 class TraceBuffer:
     """The spans of one trace, shared by a root run and its subagent runs. ``uses_agents``: a
     run's redaction rules include its agent's (``agent.redact``)."""
 
-    spans: list[Draft] = attrs.field(factory=list)
-    uses_agents: bool = False
+    __slots__ = ("spans", "uses_agents")
+
+    def __init__(self) -> None:
+        self.spans: list[Draft] = []
+        self.uses_agents = False
 
 
-@attrs.define(eq=False)
 class RunTrace:
-    """One run's open spans. ``redactor`` holds the rules of the run's own agent (its guard)."""
+    """One run's open spans. ``redactor`` holds the rules of the run's own agent (its guard).
 
-    buffer: TraceBuffer
-    is_root: bool
-    redactor: Redactor
-    run_span: Draft = attrs.field(init=False)
-    turn_span: Draft | None = None
-    turn_spans: dict[int, Draft] = attrs.field(factory=dict)
-    model_span: Draft | None = None
-    response_model: str | None = None
-    tools: dict[str, Draft] = attrs.field(factory=dict)
-    seen_calls: set[str] = attrs.field(factory=set)
+    A plain class, made once per run: ``tools`` holds every tool span of the run by call id (an
+    open one has no ``end``), ``turn_spans`` every turn's span when hook calls are timed (the
+    only reader), else None."""
+
+    __slots__ = ("buffer", "is_root", "model_span", "redactor", "response_model", "run_span", "tools", "turn_span", "turn_spans")
+
+    def __init__(self, buffer: TraceBuffer, is_root: bool, redactor: Redactor, turn_spans: dict[int, Draft] | None):
+        self.buffer = buffer
+        self.is_root = is_root
+        self.redactor = redactor
+        self.turn_spans = turn_spans
+        self.run_span: Draft
+        self.turn_span: Draft | None = None
+        self.model_span: Draft | None = None
+        self.response_model: str | None = None
+        self.tools: dict[str, Draft] = {}
 
 
 class SpanBuilder:
@@ -136,7 +141,7 @@ class SpanBuilder:
             buffer, parent_span, is_root = parent_state.buffer, _parent_for_child(parent_state), False
         else:
             buffer, parent_span, is_root = TraceBuffer(), None, True
-        state = RunTrace(buffer, is_root, self.redactor_for(run.agent))
+        state = RunTrace(buffer, is_root, self.redactor_for(run.agent), {} if self.hook_timing else None)
         if state.redactor.guard is not None:
             buffer.uses_agents = True
         agent_name = run.agent.name
@@ -164,11 +169,13 @@ class SpanBuilder:
 
     def _on_turn_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnStart) -> None:
         self._close(state.turn_span)
-        state.turn_span = state.turn_spans[event.turn] = self._open(state, "turn", event.turn, state.run_span, {"bandoneon.turn": event.turn})
+        state.turn_span = self._open(state, "turn", event.turn, state.run_span, {"bandoneon.turn": event.turn})
+        if state.turn_spans is not None:
+            state.turn_spans[event.turn] = state.turn_span
 
     def _on_provider_request(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRequest) -> None:
         if event.attempt > 1 and state.model_span is not None and state.model_span.end is None:
-            state.model_span.events.append(SpanEvent("attempt", self.clock(), {"bandoneon.attempt": event.attempt}))
+            state.model_span.add_event("attempt", self.clock(), {"bandoneon.attempt": event.attempt})
             return
         model = _model_of(run)
         state.response_model = None
@@ -194,16 +201,14 @@ class SpanBuilder:
             return
         state.model_span.attributes["bandoneon.fallback_to"] = event.to_model
         self._close(state.model_span, event.error)
-        state.run_span.events.append(SpanEvent("model_fallback", self.clock(), {"bandoneon.from_model": event.from_model, "bandoneon.to_model": event.to_model}))
+        state.run_span.add_event("model_fallback", self.clock(), {"bandoneon.from_model": event.from_model, "bandoneon.to_model": event.to_model})
 
     def _on_provider_retry(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRetry) -> None:
         span = state.model_span
         if span is None:
             return
         span.attributes["bandoneon.retries"] = event.attempt
-        span.events.append(
-            SpanEvent("retry", self.clock(), {"bandoneon.attempt": event.attempt, "bandoneon.delay": event.delay, "error.message": event.error})
-        )
+        span.add_event("retry", self.clock(), {"bandoneon.attempt": event.attempt, "bandoneon.delay": event.delay, "error.message": event.error})
 
     def _on_assistant_message(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.AssistantMessage) -> None:
         span = state.model_span
@@ -225,16 +230,13 @@ class SpanBuilder:
         self._close(span, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
 
     def _on_tool_start(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolStart) -> None:
-        span = self._tool_span(state, event.call)
-        state.tools[event.call.id] = span
-        _current_tool.set(span)
+        _current_tool.set(self._tool_span(state, event.call))
 
     def _tool_span(self, state: RunTrace, call: bandoneon.ToolCall) -> Draft:
-        state.seen_calls.add(call.id)
         parent = state.turn_span if state.turn_span is not None else state.run_span
         # Arguments on every tool span, refused and unknown calls included: with the model
         # span's text they are the model's whole reply, which a replay needs.
-        return self._open(
+        span = state.tools[call.id] = self._open(
             state,
             "tool",
             call.name,
@@ -245,6 +247,7 @@ class SpanBuilder:
                 "bandoneon.tool.arguments": self._content(call.arguments),
             },
         )
+        return span
 
     def _on_tool_refused(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolRefused) -> None:
         span = self._tool_span(state, event.call)
@@ -252,8 +255,8 @@ class SpanBuilder:
         self._close(span, f"refused: {event.reason}")
 
     def _on_tool_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolEnd) -> None:
-        span = state.tools.pop(event.call.id, None)
-        if span is None:
+        span = state.tools.get(event.call.id)
+        if span is None or span.end is not None:
             return
         if _current_tool.get() is span:
             _current_tool.set(None)
@@ -263,14 +266,14 @@ class SpanBuilder:
     def tool_answered_without_running(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
         """A call that never got ``tool_start`` (unknown tool, broken arguments): an instant error span."""
         state = run.stash.get(STATE_KEY)
-        if state is None or result.call.id in state.seen_calls:
+        if state is None or result.call.id in state.tools:
             return
         span = self._tool_span(state, result.call)
         self._close(span, result.content[:500] if result.is_error else None)
 
     def _on_compaction(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.CompactionDone) -> None:
         target = state.turn_span or state.run_span
-        target.events.append(SpanEvent("compaction", self.clock(), {"bandoneon.tokens_before": event.tokens_before, "bandoneon.tokens_after": event.tokens_after}))
+        target.add_event("compaction", self.clock(), {"bandoneon.tokens_before": event.tokens_before, "bandoneon.tokens_after": event.tokens_after})
 
     def _on_turn_end(self, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnEnd) -> None:
         usage = (event.usage, self._cost(run, event.usage, answered_by=state.response_model))
@@ -286,7 +289,6 @@ class SpanBuilder:
             error = event.error or f"the run ended first ({event.reason})"
             for span in cut_short:
                 self._close(span, error)
-        state.tools.clear()
         if self.hook_timing:
             self._add_hook_calls(run, state)
         span = state.run_span
@@ -297,9 +299,9 @@ class SpanBuilder:
         if state.is_root:
             trace = Trace(state.buffer.spans)
             if state.buffer.uses_agents:
-                # Built now, while the agents' rules are at hand: a kept trace must not keep
+                # Redacted now, while the agents' rules are at hand: a kept trace must not keep
                 # its agents alive (and with them their history) until someone reads it.
-                trace.build()
+                redact_drafts(state.buffer.spans)
             self._export(trace)
 
     def _add_hook_calls(self, run: bandoneon.RunContext, state: RunTrace) -> None:
@@ -310,11 +312,12 @@ class SpanBuilder:
         if profile is None:
             return
         totals: dict[str, float] = {}
+        turn_spans = state.turn_spans or {}
         for call in profile.take_calls(run.run_id):
             attributes: dict[str, Any] = {"bandoneon.plugin": call.plugin, "bandoneon.hook": call.hook, "bandoneon.duration_ms": round(call.duration * 1000, 4)}
             if call.failed:
                 attributes["error"] = True
-            state.turn_spans.get(call.turn, state.run_span).events.append(SpanEvent("hook", call.started, attributes))
+            turn_spans.get(call.turn, state.run_span).add_event("hook", call.started, attributes)
             totals[call.plugin] = totals.get(call.plugin, 0.0) + call.duration
         for plugin, total in totals.items():
             state.run_span.attributes[f"bandoneon.hook_ms.{plugin}"] = round(total * 1000, 4)

@@ -5,8 +5,9 @@ dropping of unset attributes. A finished ``Trace`` turns its drafts into ``Span`
 an exporter or a reader first looks at it (the JSONL writer on its own thread, the memory on
 ``tracing.traces``): ids are drawn and every attribute, event and error is cleaned and
 redacted there, and the drafts (the raw values) are dropped. So what anyone reads is redacted,
-and a run whose trace nobody reads never pays for building it. (The builder builds a trace at
-once when an agent's own rules redact it: drafts must not keep agents alive.)
+and a run whose trace nobody reads never pays for building it. (When an agent's own rules
+redact a trace, its drafts are redacted when the root run ends, and forget those rules: drafts
+must not keep agents alive. The spans are still built when first read.)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import bandoneon
 from .redaction import Redactor
 from .spans import Kind, Span, SpanEvent, new_id
 
-__all__ = ["Draft", "Trace"]
+__all__ = ["NO_RULES", "Draft", "Trace", "redact_drafts"]
 
 
 #: Per kind of span: the operation its name starts with (the rest is its subject: the agent,
@@ -34,6 +35,9 @@ _KINDS: dict[str, tuple[str, dict[str, Any]]] = {
 
 #: Building a trace is rare and short: one lock for all of them costs less than one each.
 _BUILDING = threading.Lock()
+
+#: No rules: what a draft redacted in advance (``Draft.redact_now``) is built with.
+NO_RULES = Redactor()
 
 
 class Draft:
@@ -51,18 +55,35 @@ class Draft:
         self.redactor = redactor
         self.end: float | None = None
         self.error: str | None = None
-        self.events: list[SpanEvent] = []
+        #: None until the first event: most spans have none, and a list each is a cost per span.
+        self.events: list[SpanEvent] | None = None
         #: The tokens and their cost, turned into ``gen_ai.usage.*`` attributes when built.
         self.usage: tuple[bandoneon.Usage, float | None] | None = None
         self.span_id = ""
+
+    def add_event(self, name: str, time: float, attributes: dict[str, Any]) -> None:
+        """Something that happened at ``time`` inside the span (a retry, a compaction)."""
+        if self.events is None:
+            self.events = []
+        self.events.append(SpanEvent(name, time, attributes))
+
+    def redact_now(self, redactor: Redactor) -> None:
+        """Apply ``redactor`` (this draft's rules) to what the draft holds, and forget the rules:
+        an agent's own rules hold the agent, and a kept draft must not."""
+        self.attributes = _clean(redactor, self.attributes)
+        if self.error is not None:
+            self.error = redactor.text(self.error)
+        if self.events:
+            self.events = [SpanEvent(event.name, event.time, _clean(redactor, event.attributes)) for event in self.events]
+        self.redactor = NO_RULES
 
     def to_span(self, trace_id: str, redactor: Redactor | None = None) -> Span:
         """The finished span, redacted by ``redactor`` (default: the draft's own rules)."""
         redactor = redactor or self.redactor
         operation, defaults = _KINDS[self.kind]
-        attributes = {**defaults, **self.attributes}
+        attributes = _clean(redactor, self.attributes)
         if self.usage is not None:
-            attributes.update(_usage_attributes(*self.usage))
+            attributes.update(_clean(NO_RULES, _usage_attributes(*self.usage)))
         return Span(
             operation if self.subject is None or self.subject == "" else f"{operation} {self.subject}",
             self.kind,
@@ -73,8 +94,9 @@ class Draft:
             self.end,
             "ok" if self.error is None else "error",
             None if self.error is None else redactor.text(self.error),
-            _clean(redactor, attributes),
-            [SpanEvent(event.name, event.time, _clean(redactor, event.attributes)) for event in self.events],
+            # The kind's own constants are tracing's words, not data: not redacted.
+            {**defaults, **attributes},
+            [SpanEvent(event.name, event.time, _clean(redactor, event.attributes)) for event in self.events] if self.events else [],
         )
 
 
@@ -121,15 +143,28 @@ def _build(drafts: list[Draft]) -> list[Span]:
     trace_id = new_id(16)
     for draft in drafts:
         draft.span_id = new_id()
-    # One remembering redactor per set of rules (a subagent's agent may have its own guard).
-    redactors: dict[int, Redactor] = {}
     spans = []
+    for draft, redactor in _remembering(drafts):
+        spans.append(draft.to_span(trace_id, redactor))
+    return spans
+
+
+def redact_drafts(drafts: list[Draft]) -> None:
+    """Redact ``drafts`` now, each by its run's rules, and let them forget the rules (see
+    ``Draft.redact_now``); their spans are built later, when first read, as any trace's."""
+    for draft, redactor in _remembering(drafts):
+        draft.redact_now(redactor)
+
+
+def _remembering(drafts: list[Draft]) -> Iterator[tuple[Draft, Redactor]]:
+    """Each draft with its rules, remembering each string's result for this trace: one
+    remembering redactor per set of rules (a subagent's agent may have its own guard)."""
+    redactors: dict[int, Redactor] = {}
     for draft in drafts:
         redactor = redactors.get(id(draft.redactor))
         if redactor is None:
             redactor = redactors[id(draft.redactor)] = draft.redactor.for_one_trace()
-        spans.append(draft.to_span(trace_id, redactor))
-    return spans
+        yield draft, redactor
 
 
 def _usage_attributes(usage: bandoneon.Usage, cost: float | None) -> dict[str, Any]:
