@@ -44,6 +44,9 @@ def _session_id(instance: Any, attribute: attrs.Attribute, value: str) -> None:
     check_session_id(value)
 
 
+#: The hooks only ``"turn"`` and ``"os"`` need (``Sessions.unused_hooks``).
+_WRITING_AHEAD = frozenset({"before_tool_execution", "tool_result_ready", "after_turn"})
+
 #: A synced write waits on the event loop itself (no hop to a worker thread, which costs about
 #: as much as a fast disk's flush) while the disk's flushes take less than this (the median of
 #: the last three: a single slow one is a busy moment, not a slow disk), and no other run with a
@@ -156,12 +159,18 @@ class Sessions(bandoneon.Plugin):
 
     # ---------------------------------------------------------------- saving
 
+    @property
+    def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]  # read-only: it follows durability
+        """Under ``"run"`` the whole run is written when it ends (``after_run``): the hooks that
+        write ahead, a result, or a turn are left uncalled (four hook calls a 2-turn run)."""
+        return _WRITING_AHEAD if self.durability == "run" else frozenset()
+
     @bandoneon.hookimpl(trylast=True)
     async def before_tool_execution(self, run: bandoneon.RunContext) -> None:
         """Write-ahead: the turn's calls reach the session before any of them runs. trylast:
         called only for a call no other plugin refused or answered, so one that will run."""
         written = self._written
-        if written.ahead is not None or self.durability == "run":
+        if written.ahead is not None:
             return
         waiting = self._flush(run, sync=self.durability == "turn")
         if waiting is not None:
@@ -192,7 +201,7 @@ class Sessions(bandoneon.Plugin):
     async def after_turn(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> None:
         """A turn with tool calls is in the session when it ends. An answer (no tool calls)
         waits for the end of its run, written with the run's usage: one write, not two."""
-        if self.durability == "run" or not turn.has_tool_calls:
+        if not turn.has_tool_calls:
             return
         written = self._written
         # A turn whose calls were written ahead leaves only results (flushed with the next
