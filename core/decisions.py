@@ -12,7 +12,7 @@ from .messages import Message
 __all__ = ["Compacted", "FinalAnswer", "Refuse", "Respond", "Retry", "SendBack", "Stop"]
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class Stop:
     """End the run. ``reason`` becomes ``RunResult.stop``; ``answer`` its ``answer``.
 

@@ -3,10 +3,6 @@
 All are frozen attrs classes: a hook that wants a change returns a changed copy
 (``attrs.evolve``), so no plugin can edit another's view behind its back.
 Wire formats live in the providers, never here.
-
-The ones every run builds (calls, messages, usage, requests, replies, results, turns) have no
-``__slots__``, as the events: a frozen attrs class then writes its fields straight into the
-instance's ``__dict__`` instead of calling ``object.__setattr__`` per field (issue #19).
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ __all__ = [
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class ToolCall:
     """A tool the model asked for. ``arguments`` is the raw JSON text, exactly as the model wrote it."""
 
@@ -68,7 +64,7 @@ else:
     _tool_calls = _thinking = _parts = tuple
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class Message:
     """One entry of the history.
 
@@ -100,7 +96,7 @@ class Message:
         return cls("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class Usage:
     """Tokens spent, and the cost when the model is priced. Adds up with ``+``.
 
@@ -156,7 +152,7 @@ class OutputSchema:
     is_strict: bool = False
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class ModelRequest:
     """Everything one model call sends. ``before_provider_call`` hooks return changed copies.
 
@@ -173,7 +169,7 @@ class ModelRequest:
     output_schema: OutputSchema | None = None
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class ModelReply:
     """What one model call returned.
 
@@ -187,7 +183,7 @@ class ModelReply:
     model: str | None = None
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class ToolResult:
     """The outcome of one tool call, before it joins the history as a ``tool`` message.
 
@@ -206,7 +202,7 @@ class ToolResult:
         return Message.tool(self.call, self.content, is_error=self.is_error)
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class Turn:
     """One lap of the loop: the model's reply and the results of the tools it asked for."""
 

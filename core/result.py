@@ -24,7 +24,7 @@ else:
 __all__ = ["OutputT", "RunResult"]
 
 
-@attrs.frozen(slots=False)
+@attrs.frozen
 class RunResult(Generic[OutputT]):
     """How a run ended, so no caller mistakes the clock for an answer.
 
