@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import os
 from typing import ClassVar
 
 import attrs
@@ -9,6 +10,7 @@ import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call, reply
 from bandoneon_tracing import Price, PriceTable, Tracing, cost_of
+from bandoneon_tracing.spans import new_id
 
 
 @bandoneon.tool
@@ -301,3 +303,20 @@ def test_a_kept_trace_does_not_keep_a_redacting_agent_alive():
     assert gone() is None
     (run,) = by_kind(tracing.memory.last, "run")
     assert run.attributes["bandoneon.prompt"] == "[NAME] plays hole 1"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_processes_forked_from_one_parent_draw_different_ids():
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child writes its ids and leaves at once, whatever happens
+        try:
+            os.write(write, f"{new_id()} {new_id(16)}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        theirs = pipe.read().split()
+    ours = [new_id(), new_id(16)]
+    assert len(theirs) == 2 and not set(theirs) & set(ours)

@@ -19,16 +19,15 @@ __all__ = ["Span", "SpanEvent", "new_id"]
 Kind = Literal["run", "turn", "model", "tool"]
 
 
-_random = random.Random()
-
-
 def new_id(size: int = 8) -> str:
     """A random hex id: 8 bytes for spans, 16 for traces (the OpenTelemetry sizes).
 
-    Ids need to be unique, not secret (OpenTelemetry's own SDK draws them the same way), so a
-    seeded-from-the-OS Mersenne Twister serves; ``os.urandom`` cost a system call per span.
+    Ids need to be unique, not secret (OpenTelemetry's own SDK draws them the same way), so the
+    random module's generator serves; ``os.urandom`` cost a system call per span. Its shared
+    generator, not one of our own: that one is reseeded in a forked child, so worker processes
+    forked from one parent do not draw the same ids.
     """
-    return f"{_random.getrandbits(size * 8):0{size * 2}x}"
+    return f"{random.getrandbits(size * 8):0{size * 2}x}"
 
 
 @attrs.define
