@@ -787,6 +787,7 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
 
 _thread_state = threading.local()
 
+
 def _run_id() -> str:
     """16 hex digits, unique, not secret: the random module's generator (reseeded in a forked
     child) costs no system call, where ``os.urandom`` made one per run."""

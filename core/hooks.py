@@ -290,8 +290,7 @@ def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
     implementations of its own (then it is validated by itself, every time)."""
     kinds = tuple([p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins])
     cacheable = not any([not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins])
-    # An instance's own choice (a class or a module has no options to narrow its hooks by).
-    unused = tuple([_NONE_UNUSED if isinstance(p, (type, types.ModuleType)) else getattr(p, "unused_hooks", _NONE_UNUSED) for p in plugins])
+    unused = tuple([_unused_hooks(p, kind) for p, kind in zip(plugins, kinds, strict=True)])
     key = (kinds, unused, process_wide)
     try:
         found = _plans.get(key) if cacheable else None
@@ -302,6 +301,15 @@ def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
         if cacheable:
             _plans[key] = found
     return found
+
+
+def _unused_hooks(plugin: object, kind: object) -> object:
+    """An instance's own choice of hooks not to be called. A class or a module has no options
+    to narrow its hooks by, and a policy pack is never narrowed: agent code could reach its
+    class, and the operator's policy is called in full."""
+    if plugin is kind or isinstance(plugin, types.ModuleType) or getattr(kind, "is_policy_pack", False):
+        return _NONE_UNUSED
+    return getattr(plugin, "unused_hooks", _NONE_UNUSED)
 
 
 def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: tuple[object, ...], process_wide: bool) -> _Plan:

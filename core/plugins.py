@@ -77,6 +77,7 @@ class Plugin:
     #: without allow rules has nothing to say before a tool runs): an agent built with it never
     #: calls them. Read when the agent is built, and kept for it: set it (an attribute or a
     #: property) from the options, not later. Each name must be a hook the class implements.
+    #: Ignored for policy packs: the operator's policy is always called in full.
     unused_hooks: frozenset[str] = frozenset()
 
 

@@ -163,6 +163,17 @@ def test_agent_code_cannot_quiet_the_pack_with_a_pack_of_its_own():
     assert BOOKED == [] and "First class needs a manager's approval" in model.requests[1].messages[-1].content
 
 
+def test_unused_hooks_set_on_the_pack_class_do_not_quiet_it(monkeypatch):
+    from bandoneon_policy_example import RailwayPolicy
+
+    # Agent code can reach the installed class: the operator's pack is still called in full.
+    monkeypatch.setattr(RailwayPolicy, "unused_hooks", frozenset({"before_tool_execution"}), raising=False)
+    agent, model = existing_agent(call("book_ticket", train=7, seat_class="first"), "ok")
+    assert agent.hooks.implements(bandoneon.hookspecs.before_tool_execution)
+    agent.run_sync("Book first.")
+    assert BOOKED == [] and "First class needs a manager's approval" in model.requests[1].messages[-1].content
+
+
 def test_the_pack_checks_every_agent_for_the_trifecta_guard_or_no_guard():
     from bandoneon_guard import TrifectaWarning
 
