@@ -257,6 +257,7 @@ def _implements_before_tool(guard: Guard) -> bool:
     return agent.hooks.implements(bandoneon.hookspecs.before_tool_execution)
 
 
+@pytest.mark.pack_free  # a policy pack implements the hook too
 def test_a_guard_without_allow_rules_makes_no_call_before_each_tool():
     # Nothing to decide, so nothing is called per tool call; the other walls stay.
     bare = Guard()
@@ -277,6 +278,7 @@ def test_a_guard_from_a_rule_file_alone_checks_every_call(tmp_path):
     assert SENT == [] and "Blocked by policy" in read
 
 
+@pytest.mark.pack_free
 def test_a_subclass_of_guard_leaves_the_hook_uncalled_as_guard_does():
     class Noisy(Guard):
         pass

@@ -131,6 +131,7 @@ def test_a_token_budget_over_http(mock_llm: MockLLMServer):
     assert len(mock_llm.requests) == 2
 
 
+@pytest.mark.pack_free  # a policy pack implements these hooks too
 @pytest.mark.parametrize(
     "options, called",
     [
