@@ -286,11 +286,12 @@ _NONE_UNUSED: frozenset[str] = frozenset()
 
 
 def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
-    """The plan for ``plugins``: cached per combination of classes, unless an instance carries
-    implementations of its own (then it is validated by itself, every time)."""
+    """The plan for ``plugins``: cached per combination of classes and their ``unused_hooks``,
+    unless an instance carries implementations of its own (then it is validated by itself,
+    every time). Whose ``unused_hooks`` count is decided once per plan, in ``_make_plan``."""
     kinds = tuple([p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins])
     cacheable = not any([not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins])
-    unused = tuple([_unused_hooks(p, kind) for p, kind in zip(plugins, kinds, strict=True)])
+    unused = tuple([getattr(p, "unused_hooks", None) for p in plugins])
     key = (kinds, unused, process_wide)
     try:
         found = _plans.get(key) if cacheable else None
@@ -301,15 +302,6 @@ def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
         if cacheable:
             _plans[key] = found
     return found
-
-
-def _unused_hooks(plugin: object, kind: object) -> object:
-    """An instance's own choice of hooks not to be called. A class or a module has no options
-    to narrow its hooks by, and a policy pack is never narrowed: agent code could reach its
-    class, and the operator's policy is called in full."""
-    if plugin is kind or isinstance(plugin, types.ModuleType) or getattr(kind, "is_policy_pack", False):
-        return _NONE_UNUSED
-    return getattr(plugin, "unused_hooks", _NONE_UNUSED)
 
 
 def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: tuple[object, ...], process_wide: bool) -> _Plan:
@@ -323,7 +315,11 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: t
     for position, (plugin, kind) in enumerate(zip(plugins, kinds, strict=True)):
         is_pack = bool(getattr(kind, "is_policy_pack", False))
         declarations = _declarations(plugin, specs, process_wide=process_wide)
-        skipped = _checked_unused(plugin, unused[position], declarations)
+        # An instance's own choice only: a class or a module has no options to narrow its hooks
+        # by, and a policy pack is never narrowed (agent code could reach its class, and the
+        # operator's policy is called in full).
+        narrows = plugin is not kind and not isinstance(plugin, types.ModuleType) and not is_pack
+        skipped = _checked_unused(plugin, unused[position], declarations) if narrows else _NONE_UNUSED
         for declaration in declarations:
             if declaration.hook in skipped:
                 continue
