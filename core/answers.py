@@ -58,8 +58,8 @@ async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | No
         if rounds.sent_back > run.agent.max_send_backs:
             return Stop("answer_refused", f"the answer was sent back {rounds.sent_back} times; the last reason: {verdict.reason}")
         run.append(Message.user(verdict.reason))
-        if run.wants_events:
-            await run.emit(AnswerSentBack(run.run_id, run.turn, verdict.reason))
+        if run.wants_events and (delivering := run._emit(run, AnswerSentBack(run.run_id, run.turn, verdict.reason))) is not None:
+            await delivering
         return None
     if verdict is not answer and verdict != answer:  # unchanged is the common case: no field-by-field compare
         try:

@@ -5,8 +5,9 @@ Hooks grow by reading new attributes here, never by new arguments.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -44,12 +45,12 @@ def _deliver_nothing(run: RunContext | None, event: Event) -> None:
 
 
 class _Delivered:
-    """What ``RunContext.emit`` returns for an event delivered on the spot: awaiting it is done."""
+    """What ``RunContext.emit`` returns for an event delivered on the spot: awaiting it is done.
+    ``__await__`` is a C call (a partial is not bound as a method) handing back an empty iterator."""
 
     __slots__ = ()
 
-    def __await__(self) -> Generator[Any, None, None]:
-        return iter(())  # type: ignore[return-value]  # an empty iterator is all await needs
+    __await__ = functools.partial(iter, ())
 
 
 _DELIVERED = _Delivered()

@@ -242,6 +242,15 @@ def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
     return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
 
 
+def _not_a_coroutine(result: Any, impl: _Impl, hook: str) -> Any:
+    """``result``, unless a plain function returned a coroutine where its hook is answered on the
+    spot (a hook declared sync, or a run's all-sync hook): refused, naming the plugin."""
+    if isinstance(result, types.CoroutineType):
+        result.close()
+        raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async (it returned a coroutine)", plugin=impl.plugin, hook=hook)
+    return result
+
+
 def _start(impl: _Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, ...]) -> Any:
     """Call ``impl`` with the arguments it names (after the agent's instance of its plugin, for a
     shared function): its result, or the awaitable of an async one. The one place an
@@ -278,7 +287,9 @@ class _Plan:
     #: entries; empty for the usual plugins, whose agents then share ``impls`` as it is.
     to_bind: tuple[tuple[str, tuple[tuple[int, _Declaration], ...]], ...]
     implemented: frozenset[str]
-    observers_are_sync: bool
+    #: The hooks whose implementations are all plain functions (and those nobody implements):
+    #: unmeasured, ``Hooks.now`` answers them on the spot.
+    sync_hooks: frozenset[str]
 
 
 _plans: dict[tuple[object, ...], _Plan] = {}
@@ -341,7 +352,7 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: t
         impls=impls,
         to_bind=tuple((hook, entries) for hook, entries in order if None in impls[hook]),
         implemented=frozenset(hook for hook, _ in order),
-        observers_are_sync=not any(d.is_async for hook, entries in order if hook == "on_event" for _, d in entries),
+        sync_hooks=frozenset(styles).difference(hook for hook, entries in order if any(d.is_async for _, d in entries)),
     )
 
 
@@ -404,7 +415,10 @@ class Hooks:
                 )
         self._impls: dict[str, tuple[_Impl, ...]] = impls  # type: ignore[assignment]  # every None bound above
         self._implemented = plan.implemented
-        self._observers_are_sync = plan.observers_are_sync
+        self._sync_hooks = plan.sync_hooks
+        #: The hooks ``now`` answers on the spot: every all-sync hook, unmeasured; measured,
+        #: only those declared sync (they are never measured).
+        self._now = plan.sync_hooks
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -417,6 +431,7 @@ class Hooks:
         self._timeout = timeout
         self._profile = profile
         self._direct = timeout is None and profile is None
+        self._now = self._sync_hooks if self._direct else frozenset(h for h in self._sync_hooks if self._styles[h].is_sync)
         if self._direct:
             self.__dict__.pop("_invoke", None)
         else:
@@ -456,15 +471,8 @@ class Hooks:
         implementation is sync and calls are not measured (the common case, a dozen events a
         run: no coroutine each); otherwise the coroutine that delivers it. Errors are as in
         ``_run``: a plugin's failure is logged, never raised."""
-        if not (self._observers_are_sync and self._direct):
-            return self.on_event(run, event)
-        kwargs = {"run": run, "event": event}
-        for impl in self._impls["on_event"]:
-            try:
-                _start(impl, "on_event", kwargs, self.plugins)
-            except PluginError as exc:
-                _log.warning("%s (observer errors are not fatal)", exc)
-        return None
+        answer: Awaitable[None] | None = self.now("on_event", {"run": run, "event": event})
+        return answer
 
     def implements(self, spec: Callable[..., Any]) -> bool:
         """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""
@@ -490,11 +498,7 @@ class Hooks:
 
     def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
-        result = _start(impl, hook, kwargs, self.plugins)
-        if isinstance(result, types.CoroutineType):
-            result.close()
-            raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async", plugin=impl.plugin, hook=hook)
-        return result
+        return _not_a_coroutine(_start(impl, hook, kwargs, self.plugins), impl, hook)
 
     async def call(self, spec: Callable[..., Any], /, **kwargs: Any) -> Any:
         """Call the hook ``spec`` (a core hookspec or one a plugin publishes) in its declared style.
@@ -511,26 +515,43 @@ class Hooks:
         hook = spec.__name__
         if not self._style(hook).is_sync:
             raise TypeError(f"hook {hook!r} is not declared sync; await hooks.call(...) instead")
-        return self._run_sync(hook, kwargs)
+        return self.now(hook, kwargs)
 
-    def _run_sync(self, hook: str, kwargs: dict[str, Any]) -> Any:
-        """``_run`` for a sync hook (``call_sync`` and the typed methods of the core's sync hooks)."""
+    def now(self, hook: str, kwargs: dict[str, Any]) -> Any:
+        """Call ``hook`` with ``kwargs`` (its arguments by name), as ``call`` does: the answer,
+        worked out right here when every implementation is a plain function and calls are not
+        measured (most hook calls of a run: no coroutine each); otherwise the coroutine that
+        works it out. No hook answers a coroutine, so the loop tells the two apart with
+        ``if type(answer) is CoroutineType: answer = await answer``. Hooks declared sync are
+        always answered here (their implementations are plain functions, never measured)."""
+        if hook not in self._now:
+            return self._run(hook, kwargs)
         style = self._styles[hook]
-        results = []
+        calls = style.calls
+        plugins = self.plugins
+        results: list[Any] | None = [] if calls is _COLLECTING else None
         for impl in self._impls[hook]:
-            result = self._invoke_sync(impl, hook, kwargs)
-            if result is None:
+            try:
+                result = _start(impl, hook, kwargs, plugins)
+                if result is None:
+                    continue
+                if type(result) is types.CoroutineType:
+                    _not_a_coroutine(result, impl, hook)
+            except PluginError as exc:
+                if calls is not _OBSERVING:
+                    raise
+                _log.warning("%s (observer errors are not fatal)", exc)
                 continue
-            if style.calls is _FIRST:
+            if calls is _FIRST:
                 return result
-            if style.calls is _CHAINED:
+            if calls is _CHAINED:
                 chained: str = style.chains  # type: ignore[assignment]
                 kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
-            else:
-                results.append(result)
-        if style.calls is _CHAINED:
+            elif calls is _COLLECTING:
+                results.append(result)  # type: ignore[union-attr]  # collecting: a list
+        if calls is _CHAINED:
             return kwargs[style.chains]  # type: ignore[index]
-        return results if style.calls is _COLLECTING else None
+        return results
 
     def _style(self, hook: str) -> CallStyle:
         style = self._styles.get(hook)
@@ -648,23 +669,23 @@ class Hooks:
         return self._run("agent_closed", {"agent": agent})
 
     def agent_created(self, agent: Agent[Any, Any]) -> None:
-        self._run_sync("agent_created", {"agent": agent})
+        self.now("agent_created", {"agent": agent})
 
     def check_tools(self, agent: Agent[Any, Any], tools: Mapping[str, Tool]) -> None:
-        self._run_sync("check_tools", {"agent": agent, "tools": tools})
+        self.now("check_tools", {"agent": agent, "tools": tools})
 
     def redact_text(self, agent: Agent[Any, Any], text: str) -> str:
-        answer: str = self._run_sync("redact_text", {"agent": agent, "text": text})
+        answer: str = self.now("redact_text", {"agent": agent, "text": text})
         return answer
 
     def register_tools(self, agent: Agent[Any, Any]) -> list[Tool]:
-        return [t for tools in self._run_sync("register_tools", {"agent": agent}) for t in tools]
+        return [t for tools in self.now("register_tools", {"agent": agent}) for t in tools]
 
     def register_providers(self, register: Callable[..., None]) -> None:
         self._each_isolated(hookspecs.register_providers, register=register)
 
     def session_plugin(self, session_id: str, path: str | None) -> object | None:
-        answer: object | None = self._run_sync("session_plugin", {"session_id": session_id, "path": path})
+        answer: object | None = self.now("session_plugin", {"session_id": session_id, "path": path})
         return answer
 
     def register_commands(self, subparsers: Any) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from . import hookspecs
-from .decisions import Stop
+from .decisions import Compacted, Stop
 from .errors import ProviderError, StreamInterrupted
 from .events import (
     AssistantMessage,
@@ -63,14 +64,14 @@ async def run_loop(run: RunContext) -> RunResult:
     hooks = agent.hooks
     first_new = len(run.transcript)
     run.append(Message.user(run.prompt, run.prompt_parts))
-    if run.wants_events:
-        await run.emit(RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))
+    if run.wants_events and (delivering := run._emit(run, RunStart(run.run_id, run.prompt, run.parent.run_id if run.parent else None))) is not None:
+        await delivering
     stop: Stop | None = None
     error: BaseException | None = None
     deadline = None if agent.run_timeout is None else asyncio.get_running_loop().time() + agent.run_timeout
     try:
-        if hooks.implements(hookspecs.before_run):
-            await hooks.before_run(run)
+        if hooks.implements(hookspecs.before_run) and type(ran := hooks.now("before_run", {"run": run})) is CoroutineType:
+            await ran
         try:
             if deadline is None:
                 stop = await _turns(run)
@@ -171,9 +172,11 @@ async def _finish(run: RunContext, result: RunResult) -> None:
     hooks = run.agent.hooks
     if run.wants_events:
         error = result.detail if result.error is not None else None
-        await run.emit(RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
-    if hooks.implements(hookspecs.after_run):
-        await hooks.after_run(run, result)
+        delivering = run._emit(run, RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
+        if delivering is not None:
+            await delivering
+    if hooks.implements(hookspecs.after_run) and type(ran := hooks.now("after_run", {"run": run, "result": result})) is CoroutineType:
+        await ran
 
 
 async def _turns(run: RunContext) -> Stop:
@@ -200,19 +203,20 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     spec = run.output
     run.turn += 1
     if hooks.implements(hookspecs.before_turn):
-        stop = await hooks.before_turn(run)
+        answer = hooks.now("before_turn", {"run": run})
+        stop: Stop | None = await answer if type(answer) is CoroutineType else answer
         if stop is not None:
             return stop
-    if run.wants_events:
-        await run.emit(TurnStart(run.run_id, run.turn))
+    if run.wants_events and (delivering := run._emit(run, TurnStart(run.run_id, run.turn))) is not None:
+        await delivering
     request = run.last_request = await _build_request(run)
     reply = await call_model(run, request)
     if len(reply.message.tool_calls) > 1:
         reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
     message = reply.message
     run.append(message)
-    if run.wants_events:
-        await run.emit(AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))
+    if run.wants_events and (delivering := run._emit(run, AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))) is not None:
+        await delivering
     results: tuple[ToolResult, ...] = ()
     answered: Any = NO_ANSWER
     problem = ""
@@ -232,10 +236,10 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         else:
             results = await run_tools(run, message.tool_calls)
     turn = Turn(run.turn, reply, results)
-    if hooks.implements(hookspecs.after_turn):
-        await hooks.after_turn(run, turn)
-    if run.wants_events:
-        await run.emit(TurnEnd(run.run_id, run.turn, reply.usage))
+    if hooks.implements(hookspecs.after_turn) and type(ran := hooks.now("after_turn", {"run": run, "turn": turn})) is CoroutineType:
+        await ran
+    if run.wants_events and (delivering := run._emit(run, TurnEnd(run.run_id, run.turn, reply.usage))) is not None:
+        await delivering
     if spec is None:
         if not message.tool_calls:
             return Stop("end_turn", is_answer=True)
@@ -260,7 +264,8 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         return count_invalid(run, rounds, problem)
     if not hooks.implements(hookspecs.should_stop):
         return None
-    stop = await hooks.should_stop(run, turn)
+    answer = hooks.now("should_stop", {"run": run, "turn": turn})
+    stop = await answer if type(answer) is CoroutineType else answer
     if stop is not None and spec is not None and stop.is_answer:
         try:
             run.loop_state.output = spec.check(stop.answer)
@@ -276,7 +281,8 @@ async def _build_request(run: RunContext) -> ModelRequest:
     hooks = agent.hooks
     system_prompt = run.system_prompt
     if hooks.implements(hookspecs.system_prompt_sections):
-        sections = await hooks.system_prompt_sections(run)
+        answer = hooks.now("system_prompt_sections", {"run": run})
+        sections: list[str] = await answer if type(answer) is CoroutineType else answer
         if sections:
             system_prompt = "\n\n".join([system_prompt, *sections]) if system_prompt else "\n\n".join(sections)
     spec = run.output
@@ -291,14 +297,16 @@ async def _build_request(run: RunContext) -> ModelRequest:
     )
     if hooks.implements(hookspecs.compact_history):
         window = await agent.context_window()
-        compacted = await hooks.compact_history(run, request, window)
+        answer = hooks.now("compact_history", {"run": run, "request": request, "window": window})
+        compacted: Compacted | None = await answer if type(answer) is CoroutineType else answer
         if compacted is not None:
             run.messages[:] = compacted.messages
             request = attrs.evolve(request, messages=tuple(compacted.messages))
-            if run.wants_events:
-                await run.emit(CompactionDone(run.run_id, compacted.tokens_before, compacted.tokens_after, compacted.removed))
+            if run.wants_events and (delivering := run._emit(run, CompactionDone(run.run_id, compacted.tokens_before, compacted.tokens_after, compacted.removed))) is not None:
+                await delivering
     if hooks.implements(hookspecs.before_provider_call):
-        request = await hooks.before_provider_call(run, request)
+        answer = hooks.now("before_provider_call", {"run": run, "request": request})
+        request = await answer if type(answer) is CoroutineType else answer
     return request
 
 
@@ -309,8 +317,8 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
     attempt = 0
     while True:
         attempt += 1
-        if run.wants_events:
-            await run.emit(ProviderRequest(run.run_id, run.turn, request, attempt))
+        if run.wants_events and (delivering := run._emit(run, ProviderRequest(run.run_id, run.turn, request, attempt))) is not None:
+            await delivering
         streamed = DeltaForwarder(run) if request.stream else None
         try:
             call = run.provider.complete(request, on_delta=streamed)
@@ -330,13 +338,13 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
                 following = _next_model(run, exc)
                 if following is None:
                     raise
-                if run.wants_events:
-                    await run.emit(ModelFallback(run.run_id, run.turn, model_id(run.provider), model_id(following), str(exc)))
+                if run.wants_events and (delivering := run._emit(run, ModelFallback(run.run_id, run.turn, model_id(run.provider), model_id(following), str(exc)))) is not None:
+                    await delivering
                 log.warning("%s failed after %d attempt(s) (%s); falling back to %s", model_id(run.provider), attempt, exc, model_id(following))
                 run.provider, attempt = following, 0
                 continue
-            if run.wants_events:
-                await run.emit(ProviderRetry(run.run_id, run.turn, attempt, decision.max_attempts, decision.delay, str(exc)))
+            if run.wants_events and (delivering := run._emit(run, ProviderRetry(run.run_id, run.turn, attempt, decision.max_attempts, decision.delay, str(exc)))) is not None:
+                await delivering
             await asyncio.sleep(decision.delay)
             continue
         run.usage = run.usage + reply.usage

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -87,7 +88,9 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
         except ArgumentsError as exc:
             results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
-        decision = await hooks.before_tool_execution(run, call, tool, arguments) if hooks.implements(hookspecs.before_tool_execution) else None
+        decision = hooks.now("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments}) if hooks.implements(hookspecs.before_tool_execution) else None
+        if type(decision) is CoroutineType:
+            decision = await decision
         if decision is None and tool.needs_approval and not run.agent.handles_approvals:
             decision = Refuse(
                 f"{tool.name} needs a person's approval and no approval channel is active in this agent, "
@@ -98,8 +101,8 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
             continue
         if isinstance(decision, Refuse):
             result = ToolResult(call, decision.reason, is_error=True, arguments=arguments, was_refused=True)
-            if run.wants_events:
-                await run.emit(ToolRefused(run.run_id, call, decision.reason))
+            if run.wants_events and (delivering := run._emit(run, ToolRefused(run.run_id, call, decision.reason))) is not None:
+                await delivering
         elif isinstance(decision, Respond):
             result = ToolResult(call, decision.content, is_error=decision.is_error, arguments=arguments)
         else:
@@ -147,8 +150,8 @@ async def _run_one(
 ) -> ToolResult:
     """One authorised call: run it (on a worker thread if it is sync and ``in_thread`` or a
     timeout applies), turn failures into error results, pass the result through the hooks."""
-    if run.wants_events:
-        await run.emit(ToolStart(run.run_id, call, arguments))
+    if run.wants_events and (delivering := run._emit(run, ToolStart(run.run_id, call, arguments))) is not None:
+        await delivering
     timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
     # Under a run deadline a sync tool runs on a worker thread too, so the deadline can cut it.
     in_thread = in_thread or timeout is not None or run.agent.run_timeout is not None
@@ -178,8 +181,8 @@ async def _run_one(
     result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
     result = await _after(run, result, tool)
     pending[call.id] = result
-    if run.wants_events:
-        await run.emit(ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))
+    if run.wants_events and (delivering := run._emit(run, ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))) is not None:
+        await delivering
     return result
 
 
@@ -187,7 +190,8 @@ async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> Tool
     """The result through the ``after_tool_execution`` chain, then announced as final."""
     hooks = run.agent.hooks
     if hooks.implements(hookspecs.after_tool_execution):
-        result = await hooks.after_tool_execution(run, result.call, tool, result)
-    if hooks.implements(hookspecs.tool_result_ready):
-        await hooks.tool_result_ready(run, result)
+        answer = hooks.now("after_tool_execution", {"run": run, "call": result.call, "tool": tool, "result": result})
+        result = await answer if type(answer) is CoroutineType else answer
+    if hooks.implements(hookspecs.tool_result_ready) and type(ready := hooks.now("tool_result_ready", {"run": run, "result": result})) is CoroutineType:
+        await ready
     return result

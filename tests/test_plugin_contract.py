@@ -345,3 +345,90 @@ def test_an_instance_leaves_its_unused_hooks_uncalled_and_another_of_its_class_d
 def test_unused_hooks_that_are_not_the_plugins_hooks_are_a_clear_error(unused, error):
     with pytest.raises(PluginError, match=error):
         agent_with(Counting(unused=unused))
+
+
+# ---------------------------------------------------------------- sync and async implementations
+# A hook whose implementations are all plain functions is answered without a coroutine when
+# calls are unmeasured (``Hooks.now``); the answers must be the same whichever path runs.
+
+
+class Tagging:
+    """Adds its tag to the system prompt of every request (chained), once as a section
+    (collecting), and records the order it was called in."""
+
+    def __init__(self, tag: str, calls: list[str]):
+        self.tag, self.calls = tag, calls
+
+    def _seen(self, hook: str) -> None:
+        self.calls.append(f"{self.tag}:{hook}")
+
+
+def _sync_tagger(tag: str, calls: list[str]) -> Tagging:
+    class SyncTag(Tagging):
+        name = tag
+
+        @hookimpl
+        def before_provider_call(self, request):
+            self._seen("before_provider_call")
+            return bandoneon.ModelRequest(**{**_fields(request), "system_prompt": f"{request.system_prompt}+{self.tag}"})
+
+        @hookimpl
+        def system_prompt_sections(self, run):
+            self._seen("system_prompt_sections")
+            return f"[{self.tag}]" if run.turn == 1 else None
+
+    return SyncTag(tag, calls)
+
+
+def _async_tagger(tag: str, calls: list[str]) -> Tagging:
+    class AsyncTag(Tagging):
+        name = tag
+
+        @hookimpl
+        async def before_provider_call(self, request):
+            self._seen("before_provider_call")
+            return bandoneon.ModelRequest(**{**_fields(request), "system_prompt": f"{request.system_prompt}+{self.tag}"})
+
+        @hookimpl
+        async def system_prompt_sections(self, run):
+            self._seen("system_prompt_sections")
+            return f"[{self.tag}]" if run.turn == 1 else None
+
+    return AsyncTag(tag, calls)
+
+
+def _fields(request):
+    import attrs
+
+    return attrs.asdict(request, recurse=False)
+
+
+@pytest.mark.parametrize("measured", [False, True], ids=["unmeasured", "measured"])
+@pytest.mark.parametrize("kinds", ["ss", "sa", "as"])
+def test_sync_and_async_implementations_answer_alike_in_the_same_order(kinds, measured):
+    calls: list[str] = []
+    makers = {"s": _sync_tagger, "a": _async_tagger}
+    plugins = [makers[kind](f"{kind}{i}", calls) for i, kind in enumerate(kinds)]
+    model = ScriptedModel(call("ping"), "done")
+    agent = agent_with(*plugins, model=model, system_prompt="base")
+    if measured:
+        agent.profile_hooks()
+    agent.run_sync("go")
+    first, second = (f"{kind}{i}" for i, kind in enumerate(kinds))
+    # later-registered first, as pluggy calls them; the chain sees the earlier answer
+    assert model.requests[0].system_prompt == f"base\n\n[{second}]\n\n[{first}]+{second}+{first}"
+    assert model.requests[1].system_prompt == f"base+{second}+{first}"
+    assert calls[:4] == [f"{second}:system_prompt_sections", f"{first}:system_prompt_sections", f"{second}:before_provider_call", f"{first}:before_provider_call"]
+
+
+def test_a_plain_function_that_returns_a_coroutine_is_refused_naming_its_plugin():
+    async def later():
+        return None
+
+    class Sneaky:
+        @hookimpl
+        def before_turn(self, run):
+            return later()
+
+    with pytest.raises(PluginError, match="sneaky.*before_turn must not be async"):
+        agent_with(Sneaky()).run_sync("go")
