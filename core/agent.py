@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import logging
 import os
 import random
 import threading
@@ -21,6 +20,7 @@ from .events import Event, event_names
 from .hooks import Hooks
 from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
+from .logs import deferred_logger
 from .messages import Message, ToolSpec, Usage
 from .output import OutputMode, OutputSpec, output_spec
 from .parts import Part, Prompt, part_kinds, split_prompt
@@ -48,7 +48,7 @@ PluginT = TypeVar("PluginT")
 
 __all__ = ["Agent"]
 
-log = logging.getLogger("bandoneon.agent")
+log = deferred_logger("bandoneon.agent")
 
 DEFAULT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 

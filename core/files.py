@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import tempfile
 import weakref
 from pathlib import Path
 from typing import Any
@@ -82,6 +81,8 @@ def _write_all(fd: int, data: bytes) -> None:
 def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write to a temporary file in the same folder, flush it to disk, then rename it over
     ``path`` and flush the folder. A failure at any byte leaves the old file as it was."""
+    import tempfile  # here, not at the top: ``import bandoneon`` skips it and shutil (issue #19)
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import operator
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -25,6 +24,7 @@ from .errors import BandoneonError, ConfigError, PluginError
 from .markers import PROJECT, Calls, CallStyle, call_style
 from .plugins import installed_hookspecs, installed_plugins, plugin_name, published_hookspecs
 from .hooktiming import HookProfile, clock
+from .logs import deferred_logger
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Hooks", "registration_hooks"]
 
-_log = logging.getLogger("bandoneon.hooks")
+_log = deferred_logger("bandoneon.hooks")
 
 SpecModules = tuple[types.ModuleType | type, ...]
 _FIRST, _CHAINED, _COLLECTING, _OBSERVING = Calls.FIRST, Calls.CHAINED, Calls.COLLECTING, Calls.OBSERVING

@@ -19,7 +19,6 @@ Operators control what loads with ``BANDONEON_DISABLED_PLUGINS=a,b`` and the all
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import time
 import types
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from .errors import ConfigError
+from .logs import deferred_logger
 from .markers import PROJECT, hookimpl
 from .structuring import StructureError, structure
 
@@ -51,7 +51,7 @@ __all__ = [
     "refresh_plugins",
 ]
 
-_log = logging.getLogger("bandoneon.plugins")
+_log = deferred_logger("bandoneon.plugins")
 
 class PluginImportWarning(UserWarning):
     """An installed plugin could not be imported and was skipped."""

@@ -8,7 +8,6 @@ not a surprise when the model answers.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import inspect
 import re
@@ -107,7 +106,9 @@ def object_fields(tp: Any) -> dict[str, tuple[Any, bool]] | None:
     if attrs.has(tp):
         attrs.resolve_types(tp)  # string annotations (from __future__ import annotations)
         return {f.name: (f.type, f.default is attrs.NOTHING) for f in attrs.fields(tp)}
-    if dataclasses.is_dataclass(tp):
+    if hasattr(tp, "__dataclass_fields__"):  # dataclasses.is_dataclass, without importing it (issue #19)
+        import dataclasses
+
         hints = typing.get_type_hints(tp, include_extras=True)
         return {
             f.name: (hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
@@ -18,13 +17,14 @@ import attrs
 
 from .context import RunContext
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
+from .logs import deferred_logger
 from .messages import ToolSpec
 from .schema import is_optional, object_schema, parse_docstring, unwrap_annotated
 from .structuring import StructureError, describe_value, structure, unstructure
 
 __all__ = ["CAPABILITIES", "ArgumentsError", "Tool", "tool"]
 
-log = logging.getLogger("bandoneon.tools")
+log = deferred_logger("bandoneon.tools")
 
 #: Capabilities a tool may declare, read by policy plugins (the lethal trifecta of level 14).
 CAPABILITIES = frozenset({"reads_private", "untrusted_output", "sends_out", "runs_code", "changes_world"})
