@@ -31,6 +31,7 @@ __all__ = [
     "TextDelta",
     "ThinkingDelta",
     "ToolCallDelta",
+    "ToolAnswered",
     "ToolEnd",
     "ToolRefused",
     "ToolStart",
@@ -172,6 +173,19 @@ class ToolRefused(Event):
     name: ClassVar[str] = "tool_refused"
     call: ToolCall
     reason: str
+
+
+@attrs.frozen(eq=False, slots=False)
+class ToolAnswered(Event):
+    """A tool call was answered without running: no tool has its name, its arguments do not fit
+    the tool, or a ``before_tool_execution`` hook answered it (``Respond``). ``output`` is what
+    the model will read (after every hook). Refused calls get ``tool_refused`` instead, calls
+    that run ``tool_start`` and ``tool_end``: each call gets one of the three."""
+
+    name: ClassVar[str] = "tool_answered"
+    call: ToolCall
+    output: str
+    is_error: bool
 
 
 @attrs.frozen(eq=False, slots=False)

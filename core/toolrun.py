@@ -17,7 +17,7 @@ import attrs
 from . import hookspecs
 from .decisions import Refuse, Respond
 from .errors import ToolError
-from .events import ToolEnd, ToolRefused, ToolStart
+from .events import ToolAnswered, ToolEnd, ToolRefused, ToolStart
 from .masking import mask_error_message
 from .messages import Message, ToolCall, ToolResult
 from .tools import ArgumentsError, Tool
@@ -81,12 +81,12 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
         tool = run.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(run.tools)) or "none"
-            results[index] = await _after(run, ToolResult(call, f"There is no tool named {call.name!r}. Available tools: {available}.", is_error=True), None)
+            results[index] = await _answered(run, ToolResult(call, f"There is no tool named {call.name!r}. Available tools: {available}.", is_error=True), None)
             continue
         try:
             arguments = tool.validate(call.arguments, run.agent.json_limits)
         except ArgumentsError as exc:
-            results[index] = await _after(run, ToolResult(call, str(exc), is_error=True), tool)
+            results[index] = await _answered(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
         decision = hooks.now("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments}) if hooks.implements(hookspecs.before_tool_execution) else None
         if type(decision) is CoroutineType:
@@ -100,14 +100,13 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
             to_run.append((index, call, tool, arguments))
             continue
         if isinstance(decision, Refuse):
-            result = ToolResult(call, decision.reason, is_error=True, arguments=arguments, was_refused=True)
             if run.wants_events and (delivering := run._emit(run, ToolRefused(run.run_id, call, decision.reason))) is not None:
                 await delivering
+            results[index] = await _after(run, ToolResult(call, decision.reason, is_error=True, arguments=arguments, was_refused=True), tool)
         elif isinstance(decision, Respond):
-            result = ToolResult(call, decision.content, is_error=decision.is_error, arguments=arguments)
+            results[index] = await _answered(run, ToolResult(call, decision.content, is_error=decision.is_error, arguments=arguments), tool)
         else:
             raise TypeError(f"before_tool_execution must return None, Refuse or Respond, got {decision!r}")
-        results[index] = await _after(run, result, tool)
     pending = run.loop_state.pending_results
     pending.clear()
     if len(to_run) == 1:
@@ -182,6 +181,15 @@ async def _run_one(
     result = await _after(run, result, tool)
     pending[call.id] = result
     if run.wants_events and (delivering := run._emit(run, ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))) is not None:
+        await delivering
+    return result
+
+
+async def _answered(run: RunContext, result: ToolResult, tool: Tool | None) -> ToolResult:
+    """A call answered without running (see ``ToolAnswered``): its result through the hooks,
+    then announced."""
+    result = await _after(run, result, tool)
+    if run.wants_events and (delivering := run._emit(run, ToolAnswered(run.run_id, result.call, result.content, result.is_error))) is not None:
         await delivering
     return result
 

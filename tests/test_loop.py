@@ -337,6 +337,24 @@ def test_refused_calls_get_tool_refused_and_no_tool_start(bare_agent):
     assert agent.messages[2].content == "Blocked by policy: book tourist instead." and agent.messages[2].is_error
 
 
+def test_calls_answered_without_running_get_tool_answered(bare_agent):
+    class Answers:
+        @bandoneon.hookimpl
+        def before_tool_execution(self, call):
+            return bandoneon.Respond("cached: rain") if call.name == "get_forecast" else None
+
+    model = ScriptedModel([call("get_forecast", city="A", date="2026-01-01"), call("no_such_tool"), call("get_forecast", city=3)], "ok")
+    agent = bare_agent(model, tools=[get_forecast], plugins=[Answers()])
+    seen: list[bandoneon.Event] = []
+    agent.on("*", seen.append)
+    agent.run_sync("go")
+    answered = [event for event in seen if isinstance(event, bandoneon.ToolAnswered)]
+    assert [(event.call.name, event.output, event.is_error) for event in answered[:1]] == [("get_forecast", "cached: rain", False)]
+    assert [event.call.name for event in answered] == ["get_forecast", "no_such_tool", "get_forecast"]
+    assert answered[1].is_error and "There is no tool named" in answered[1].output and answered[2].is_error
+    assert not [event for event in seen if event.name in ("tool_start", "tool_end", "tool_refused")]
+
+
 async def test_stream_yields_text_deltas_then_run_end(bare_agent):
     agent = bare_agent(ScriptedModel("It will rain tomorrow."))
     deltas: list[str] = []
