@@ -26,28 +26,6 @@ from .errors import (
     StreamInterrupted,
     ToolError,
 )
-from .events import (
-    AnswerSentBack,
-    AssistantMessage,
-    CompactionDone,
-    Event,
-    ModelFallback,
-    OutputDelta,
-    ProviderRequest,
-    ProviderRetry,
-    RunEnd,
-    RunStart,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolAnswered,
-    ToolEnd,
-    ToolRefused,
-    ToolStart,
-    TurnEnd,
-    TurnStart,
-    event_names,
-)
 from .files import AppendFile, append_durably, import_object, unusable_sqlite, write_atomically
 from .hooktiming import HookCall, HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
@@ -98,6 +76,28 @@ from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
 if TYPE_CHECKING:  # loaded on first use at run time (see __getattr__); typed for the checker
+    from .events import (
+        AnswerSentBack,
+        AssistantMessage,
+        CompactionDone,
+        Event,
+        ModelFallback,
+        OutputDelta,
+        ProviderRequest,
+        ProviderRetry,
+        RunEnd,
+        RunStart,
+        TextDelta,
+        ThinkingDelta,
+        ToolAnswered,
+        ToolCallDelta,
+        ToolEnd,
+        ToolRefused,
+        ToolStart,
+        TurnEnd,
+        TurnStart,
+        event_names,
+    )
     from .providers import openai_wire
     from .providers.openai import OpenAICompatible
     from .providers.openai_wire import ChunkAssembler, WireOptions
@@ -105,13 +105,56 @@ if TYPE_CHECKING:  # loaded on first use at run time (see __getattr__); typed fo
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> object:
-    # The OpenAI-compatible provider and its wire format load on first use (see bandoneon.providers).
-    if name in ("ChunkAssembler", "OpenAICompatible", "WireOptions", "openai_wire"):
-        from . import providers
+#: Public names whose module loads on first use, by module: the OpenAI-compatible provider and
+#: its wire format (see bandoneon.providers), and the events, whose attrs classes a run
+#: creates when it starts (the loop imports them); ``import bandoneon`` alone (a CLI, a config
+#: check) skips them (issue #19).
+_DEFERRED = {
+    **dict.fromkeys(("ChunkAssembler", "OpenAICompatible", "WireOptions", "openai_wire"), "providers"),
+    **dict.fromkeys(
+        (
+            "AnswerSentBack",
+            "AssistantMessage",
+            "CompactionDone",
+            "Event",
+            "ModelFallback",
+            "OutputDelta",
+            "ProviderRequest",
+            "ProviderRetry",
+            "RunEnd",
+            "RunStart",
+            "TextDelta",
+            "ThinkingDelta",
+            "ToolAnswered",
+            "ToolCallDelta",
+            "ToolEnd",
+            "ToolRefused",
+            "ToolStart",
+            "TurnEnd",
+            "TurnStart",
+            "event_names",
+            "events",
+        ),
+        "events",
+    ),
+}
 
-        return getattr(providers, name)
-    raise AttributeError(f"module 'bandoneon' has no attribute {name!r}")
+
+def __getattr__(name: str) -> object:
+    module = _DEFERRED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bandoneon' has no attribute {name!r}")
+    import importlib
+
+    found = importlib.import_module(f".{module}", __name__)
+    value = found if name == module else getattr(found, name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DEFERRED})
+
 
 __all__ = [
     "CAPABILITIES",

@@ -16,7 +16,6 @@ from . import hookspecs
 from .config import OPTION_RANGES, Config, load_config
 from .context import RunContext
 from .errors import ConfigError, RunInProgress
-from .events import Event, event_names
 from .hooks import Hooks
 from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
@@ -34,6 +33,8 @@ if TYPE_CHECKING:  # asyncio is imported when a run starts: `import bandoneon` (
     import asyncio
 
     from typing_extensions import TypeVar
+
+    from .events import Event
 
     DepsT = TypeVar("DepsT", default=Any)  # see result.py: defaults exist for type checkers only
 else:
@@ -515,6 +516,8 @@ class Agent(Generic[DepsT, OutputT]):
         Usable as a decorator. Unknown names are an error, so a typo is not silence. A listener
         added while a run is going is heard from the next run on (that run may not reach it).
         """
+        from .events import event_names  # the events load with the first run or listener (issue #19)
+
         if name != "*" and name not in event_names():
             raise ValueError(f"unknown event {name!r}; known events: {', '.join(sorted(event_names()))}")
 

@@ -64,6 +64,32 @@ def test_import_bandoneon_imports_no_plugin_no_http_client_and_no_metadata_scan(
     assert done.stdout.splitlines() == ["[]", "[]"]
 
 
+# Modules `import bandoneon` leaves for first use (issue #19): the events (a run or a listener
+# loads them), the OpenAI-compatible provider, and stdlib modules only rare paths need.
+DEFERRED_MODULES = ("bandoneon.events", "bandoneon.providers.openai", "bandoneon.providers.openai_wire", "logging", "tempfile", "dataclasses")
+
+
+def test_import_bandoneon_leaves_the_events_the_openai_provider_and_logging_for_first_use():
+    done = python(f"import sys, bandoneon; print(sorted(m for m in {DEFERRED_MODULES!r} if m in sys.modules))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_public_name_resolves_and_is_listed_by_dir_even_before_its_module_loads():
+    code = textwrap.dedent("""
+        import bandoneon
+        assert set(bandoneon.__all__) <= set(dir(bandoneon)), set(bandoneon.__all__) - set(dir(bandoneon))
+        missing = [name for name in bandoneon.__all__ if not hasattr(bandoneon, name)]
+        from bandoneon import RunEnd, event_names
+        import bandoneon.events
+        print(missing, RunEnd is bandoneon.events.RunEnd, "run_end" in event_names())
+    """)
+    done = python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] True True"
+    assert not hasattr(bandoneon, "no_such_name")
+
+
 # ---------------------------------------------------------------- the pytest11 fixtures
 
 
