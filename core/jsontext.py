@@ -11,6 +11,7 @@ value of a type its field does not declare) goes through the converter and the C
 from __future__ import annotations
 
 import json
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -68,20 +69,26 @@ def _encoder_for(cls: type) -> Callable[[Any], str]:
 
 
 def _generated(cls: type) -> Callable[[Any], str]:
+    """The encoder of ``cls``: one f-string of its fields (an f-string joins its pieces in one
+    step, where a ``%`` template is parsed again on every call, several times the cost)."""
     attrs.resolve_types(cls)
     fields = attrs.fields(cls)
     if not all(f.init for f in fields):  # cattrs leaves init=False fields out: its rules, its way
         return _through_converter
     converter = _converter()
-    names: dict[str, Any] = {"_string": _string, "_int": int.__repr__, "_json": unstructure_json, "_sequence": _sequence}
-    template, lines, values = [], [], []
+    names: dict[str, Any] = dict(_NAMES)
+    pieces, lines = [], []
     for index, field in enumerate(fields):
         other = f"_other{index}"
         names[other] = _fallback(converter.get_unstructure_hook(field.type))
-        template.append(_string(field.alias or field.name).replace("%", "%%") + ":%s")
+        # The key as JSON, braces doubled: the literal text of the f-string.
+        key = _string(field.alias or field.name).replace("{", "{{").replace("}", "}}")
+        pieces.append(key + ":{" + _expression(field.type, f"x{index}", other, names) + "}")
         lines.append(f"    x{index} = v.{field.name}\n")
-        values.append(_expression(field.type, f"x{index}", other, names))
-    source = f"def encode(v):\n{''.join(lines)}    return {'{' + ','.join(template) + '}'!r} % ({', '.join(values)},)\n"
+    # The expressions hold names only (no quotes, no backslashes), so repr() of the whole is a
+    # valid f-string literal whatever the keys hold.
+    template = "{{" + ",".join(pieces) + "}}"
+    source = f"def encode(v):\n{''.join(lines)}    return f{template!r}\n"
     exec(compile(source, f"<unstructure_json {cls.__qualname__}>", "exec"), names)  # noqa: S102  (field names only, as cattrs generates its own)
     encode: Callable[[Any], str] = names["encode"]
     return encode
@@ -98,19 +105,21 @@ def _expression(tp: Any, x: str, other: str, names: dict[str, Any]) -> str:
     if tp is str or (typing.get_origin(tp) is typing.Literal and all(type(m) is str for m in members)):
         return f"(_string({x}) if {x}.__class__ is str else {other}({x}))"
     if tp is bool:
-        return f"('true' if {x} is True else 'false' if {x} is False else {other}({x}))"
-    if tp is int:
-        return f"(_int({x}) if {x}.__class__ is int else {other}({x}))"
+        return f"(_true if {x} is True else _false if {x} is False else {other}({x}))"
+    if tp is int:  # the int itself: the f-string writes it as str() does, which for an int is repr()
+        return f"({x} if {x}.__class__ is int else {other}({x}))"
+    if tp is float:  # NaN and the infinities (written as JSON's extensions) the converter's way
+        return f"({x} if {x}.__class__ is float and _isfinite({x}) else {other}({x}))"  # str() of a float is its repr()
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(members) == 2 and type(None) in members:
         (inner,) = [m for m in members if m is not type(None)]
-        return f"('null' if {x} is None else {_expression(inner, x, other, names)})"
+        return f"(_null if {x} is None else {_expression(inner, x, other, names)})"
     if isinstance(tp, type) and attrs.has(tp):
         names[f"_class_{other}"] = tp
         return f"(_json({x}) if {x}.__class__ is _class_{other} else {other}({x}))"
     if typing.get_origin(tp) in (tuple, list) and (len(members) == 1 or (len(members) == 2 and members[1] is Ellipsis)):
         item = members[0]
         names[f"_item_{other}"] = item if isinstance(item, type) and attrs.has(item) else None
-        return f"('[]' if {x} == () else _sequence({x}, _item_{other}, {other}))"
+        return f"(_empty if {x} == () else _sequence({x}, _item_{other}, {other}))"
     return f"{other}({x})"
 
 
@@ -129,3 +138,16 @@ def _sequence(values: Any, item_class: type | None, other: Callable[[Any], str])
             return other(values)
         texts.append(unstructure_json(value))
     return "[" + ",".join(texts) + "]"
+
+
+#: What the generated encoders refer to: the constants too, so that no expression holds a quote.
+_NAMES: dict[str, Any] = {
+    "_string": _string,
+    "_isfinite": math.isfinite,
+    "_json": unstructure_json,
+    "_sequence": _sequence,
+    "_true": "true",
+    "_false": "false",
+    "_null": "null",
+    "_empty": "[]",
+}
