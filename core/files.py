@@ -66,8 +66,12 @@ def _write_all(fd: int, data: bytes) -> None:
     if not data:
         return
     written = DISK.current.write(fd, data)
-    if written == len(data):  # nearly always: one call, no view
-        return
+    if written != len(data):  # nearly always one call, no view
+        _write_rest(fd, data, written)
+
+
+def _write_rest(fd: int, data: bytes, written: int) -> None:
+    """The bytes of ``data`` after the ``written`` first (a short write), however many calls it takes."""
     view = memoryview(data)
     while True:
         if written <= 0:
@@ -134,25 +138,34 @@ class AppendFile:
         fd = self._fd
         if fd is None:
             raise ValueError(f"{self._key} was closed")
-        pending_cut = _cut_before_next.get(self._key)
-        if pending_cut is not None:  # an earlier append failed and could not be cut back then
-            DISK.current.truncate(fd, pending_cut)
-            DISK.current.datasync(fd)
-            del _cut_before_next[self._key]
-            self._end = pending_cut
+        if _cut_before_next:  # an earlier append (of some file) failed and could not be cut back then
+            self._cut_pending(fd)
         start = self._end
+        disk = DISK.current
         try:
-            _write_all(fd, data)
+            # The usual disk is the system call itself, a call with nothing in between (this is
+            # a session's hot path); a test's disk is asked through its methods.
+            written = os.write(fd, data) if disk.__class__ is Disk else disk.write(fd, data)
+            if written != len(data):  # a short write: the rest
+                _write_rest(fd, data, written)
             if sync:
-                DISK.current.datasync(fd)
+                disk.datasync(fd)
         except BaseException:
             try:
-                DISK.current.truncate(fd, start)
-                DISK.current.datasync(fd)
+                disk.truncate(fd, start)
+                disk.datasync(fd)
             except OSError:
                 _cut_before_next[self._key] = start
             raise
         self._end = start + len(data)
+
+    def _cut_pending(self, fd: int) -> None:
+        pending_cut = _cut_before_next.get(self._key)
+        if pending_cut is not None:
+            DISK.current.truncate(fd, pending_cut)
+            DISK.current.datasync(fd)
+            del _cut_before_next[self._key]
+            self._end = pending_cut
 
     def sync(self) -> None:
         """Flush what earlier ``sync=False`` appends wrote (``fdatasync``)."""
