@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bandoneon
 import pytest
-from bandoneon.testing import FaultyDisk, FunctionModel, ScriptedModel, WriteLog, call
+from bandoneon.testing import FaultyDisk, FunctionModel, ScriptedModel, WriteLog, call, reply
 from bandoneon_sessions import JsonlStore, Sessions
 
 
@@ -168,3 +168,53 @@ def test_flushes_move_to_a_thread_when_the_disk_is_slow_and_one_fast_flush_does_
     loop_thread = threading.current_thread().name
     on_loop = [name == loop_thread for name in disk.threads]
     assert on_loop == [False, True, True, True, True, False, False, False]
+
+
+def test_os_mode_leaves_after_turn_uncalled_and_turn_mode_calls_it():
+    assert Sessions(durability="os").unused_hooks == frozenset({"after_turn"})
+    assert Sessions(durability="turn").unused_hooks == frozenset()
+
+
+class RefuseWeighing(bandoneon.Plugin):
+    name = "refuse-weighing"
+
+    @bandoneon.hookimpl
+    def before_tool_execution(self, call):
+        return bandoneon.Refuse("no weighing today") if call.name == "weigh" else None
+
+
+def test_in_os_mode_a_refused_turn_is_in_the_file_as_soon_as_its_result_is_ready(tmp_path):
+    store = JsonlStore(tmp_path)
+    seen: list[list[str]] = []
+
+    def model(request):
+        if len(request.messages) == 1:
+            return call("weigh", grams=100)
+        seen.append([m.role for m in store.load("s-1").messages])  # what a process killed now would leave
+        return "No scale."
+
+    plugin = Sessions(session_id="s-1", store=store, durability="os")
+    agent = bandoneon.Agent(FunctionModel(model), tools=[weigh], plugins=[plugin, RefuseWeighing()], context_files=False)
+    agent.run_sync("Weigh it.")
+    plugin.close()
+    assert seen == [["user", "assistant", "tool"]]
+    loaded = store.load("s-1")
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "assistant"] and loaded.damage is None
+
+
+@pytest.mark.parametrize("durability", ["turn", "os"])
+def test_a_call_id_given_again_in_a_later_turn_is_saved_both_times(tmp_path, durability):
+    # A provider that numbers its calls per reply gives the same id again; the second call is
+    # cut off (no tool runs, so nothing writes it early) and must still reach the file.
+    same = bandoneon.ToolCall("call_0", "weigh", '{"grams": 1}')
+    cut = bandoneon.ToolCall("call_0", "weigh", '{"grams"')
+    store = JsonlStore(tmp_path)
+    plugin = Sessions(session_id="s-1", store=store, durability=durability)
+    model = ScriptedModel(same, reply("", cut, finish_reason="length"), "Done.")
+    agent = bandoneon.Agent(model, tools=[weigh], plugins=[plugin], context_files=False)
+    agent.run_sync("Weigh it.")
+    plugin.close()
+    loaded = store.load("s-1")
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert loaded.messages[2].content == "1 g" and "cut off" in loaded.messages[4].content
+    assert loaded.damage is None and loaded.interrupted == 0

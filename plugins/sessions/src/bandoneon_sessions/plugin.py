@@ -44,8 +44,24 @@ def _session_id(instance: Any, attribute: attrs.Attribute, value: str) -> None:
     check_session_id(value)
 
 
-#: The hooks only ``"turn"`` and ``"os"`` need (``Sessions.unused_hooks``).
+#: The hooks only ``"turn"`` and ``"os"`` need, and the one only ``"turn"`` needs (``Sessions.unused_hooks``).
 _WRITING_AHEAD = frozenset({"before_tool_execution", "tool_result_ready", "after_turn"})
+_AFTER_TURN = frozenset({"after_turn"})
+_NONE: frozenset[str] = frozenset()
+
+
+class _Writing:
+    """Runs with a session writing in this process just now (see ``INLINE_SYNC_LIMIT``). A
+    counter of its own, not a class attribute of ``Sessions``: changing a class attribute
+    changes the class, which empties the attribute caches of every instance's lookups."""
+
+    __slots__ = ("runs",)
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+
+_WRITING = _Writing()
 
 #: A synced write waits on the event loop itself (no hop to a worker thread, which costs about
 #: as much as a fast disk's flush) while the disk's flushes take less than this (the median of
@@ -72,8 +88,9 @@ class Sessions(bandoneon.Plugin):
       (an answer is under way until its run ends) and the results written since the last flush.
     - ``"run"``: one write and one fsync per run; a crash loses the run under way, and the
       calls it made may run again when the run is asked again (nothing of them was saved).
-    - ``"os"``: the same writes as ``"turn"``, the flush left to the OS: survives the process
-      dying, not the machine losing power.
+    - ``"os"``: the writes of ``"turn"``, the flush left to the OS: survives the process
+      dying, not the machine losing power. What ``"turn"`` writes when a turn ends (calls no
+      tool answered) goes with the next write.
 
     No call runs twice across a crash (``"turn"`` and ``"os"``): a call whose result was
     saved is not asked again, and a call that was written but has no result (the process
@@ -89,9 +106,6 @@ class Sessions(bandoneon.Plugin):
         return open_session_plugin(session_id, path)
     #: ``register_session_stores``: how other plugins offer session stores (this plugin calls it).
     hookspecs: ClassVar[ModuleType] = session_hooks
-
-    #: Runs with a session writing in this process just now (see ``INLINE_SYNC_LIMIT``).
-    _writing_runs: ClassVar[int] = 0
 
     session_id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:12], validator=_session_id)
     store: Any = None
@@ -146,6 +160,7 @@ class Sessions(bandoneon.Plugin):
     def _install(self, agent: bandoneon.Agent, loaded: LoadedSession) -> None:
         agent.load_history(loaded.messages, usage=loaded.usage)
         self._written.mark(agent.transcript)
+        self._written.redacts = agent.redacts  # an agent's plugins are fixed when it is built
         self.damage = loaded.damage
         if loaded.damage:
             log.warning("session %r was damaged: %s", self.session_id, loaded.damage)
@@ -162,35 +177,46 @@ class Sessions(bandoneon.Plugin):
     @property
     def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]  # read-only: it follows durability
         """Under ``"run"`` the whole run is written when it ends (``after_run``): the hooks that
-        write ahead, a result, or a turn are left uncalled (four hook calls a 2-turn run)."""
-        return _WRITING_AHEAD if self.durability == "run" else frozenset()
+        write ahead, a result, or a turn are left uncalled (four hook calls a 2-turn run).
+        Under ``"os"`` nothing waits for the disk, so what ``after_turn`` would write rides
+        with the next write instead (two hook calls a 2-turn run): see ``tool_result_ready``."""
+        durability = self.durability
+        return _WRITING_AHEAD if durability == "run" else _AFTER_TURN if durability == "os" else _NONE
 
     @bandoneon.hookimpl(trylast=True)
     async def before_tool_execution(self, run: bandoneon.RunContext) -> None:
         """Write-ahead: the turn's calls reach the session before any of them runs. trylast:
         called only for a call no other plugin refused or answered, so one that will run."""
         written = self._written
-        if written.ahead is not None:
+        transcript = run.transcript
+        if written.count == len(transcript) and written.last is transcript[-1]:  # an earlier call of this turn wrote them
             return
         waiting = self._flush(run, sync=self.durability == "turn")
         if waiting is not None:
             await waiting
-        written.ahead = _last_assistant(run.transcript)
+        written.ahead = True
 
     @bandoneon.hookimpl
     def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
         """A call written ahead finished: its result is written at once (buffered, no fsync;
         a plain function: it never waits, and the loop calls it without a coroutine).
         If that write fails, the writer keeps the result and writes it with the next append,
-        which reports the failure if it lasts: the other calls of the turn go on."""
+        which reports the failure if it lasts: the other calls of the turn go on.
+
+        A result of a turn none of whose calls was written ahead (refused, unknown, invalid):
+        under ``"turn"`` the turn is written, flushed, when it ends (``after_turn``); under
+        ``"os"``, which has no ``after_turn``, its calls are written first, then the result."""
         written = self._written
-        if written.ahead is None:
-            return
+        transcript = run.transcript  # the turn's calls, until its last result is ready
+        if written.count != len(transcript) or written.last is not transcript[-1]:
+            if self.durability != "os":
+                return
+            self._flush(run, sync=False)  # unsynced: never waits
         writer = self._open_writer()
         written.early.add(result.call.id)
         written.unsynced = True
         try:
-            if run.agent.redacts:  # masked as a message, like every other record
+            if written.redacts:  # masked as a message, like every other record
                 writer.append(run.agent.redact([result.to_message()]), sync=False)
             else:
                 writer.append_result(result)
@@ -200,19 +226,21 @@ class Sessions(bandoneon.Plugin):
     @bandoneon.hookimpl
     async def after_turn(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> None:
         """A turn with tool calls is in the session when it ends. An answer (no tool calls)
-        waits for the end of its run, written with the run's usage: one write, not two."""
+        waits for the end of its run, written with the run's usage: one write, not two.
+        (Not called under ``"os"``: see ``unused_hooks``.)"""
         if not turn.has_tool_calls:
             return
         written = self._written
         # A turn whose calls were written ahead leaves only results (flushed with the next
         # write); calls no tool ran for (refused, cut off) are flushed now under "turn".
-        waiting = self._flush(run, sync=self.durability == "turn" and written.ahead is None)
+        waiting = self._flush(run, sync=self.durability == "turn" and not written.ahead)
+        written.ahead = False
         if waiting is not None:
             await waiting
-        written.end_turn()
 
     @bandoneon.hookimpl
     async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:
+        written = self._written
         try:
             # Whatever the run left unflushed goes down now: its answer, or the results of a run
             # that ended right after its tools (a usage record alone never waits for the disk).
@@ -220,10 +248,11 @@ class Sessions(bandoneon.Plugin):
             if waiting is not None:
                 await waiting
         finally:
-            self._written.end_turn()
-            if self._written.writing:
-                self._written.writing = False
-                Sessions._writing_runs -= 1
+            written.ahead = False
+            written.early.clear()
+            if written.writing:
+                written.writing = False
+                _WRITING.runs -= 1
 
     def _flush(self, run: bandoneon.RunContext, *, sync: bool, usage: bandoneon.Usage | None = None, only_if_needed: bool = False) -> Awaitable[None] | None:
         """Write what the transcript holds beyond what was written; ``sync``: flush it to disk.
@@ -238,8 +267,11 @@ class Sessions(bandoneon.Plugin):
         count = written.count
         replaced = count > len(transcript) or (count and transcript[count - 1] is not written.last)
         new = list(transcript) if replaced else transcript[count:]
-        if written.early:
-            new = [m for m in new if m.role != "tool" or m.tool_call_id not in written.early]
+        early = written.early
+        if early:  # results written as their calls finished: in the file already (unless it starts over)
+            if not replaced:
+                new = _without_early(new, early)
+            early.clear()  # each is in the transcript by now: a flush during a turn's tools comes before its first early result
         if not new and usage is None and not replaced and not writer.has_pending:
             written.mark(transcript)  # what is left was written already (results of calls written ahead)
             return None
@@ -247,11 +279,11 @@ class Sessions(bandoneon.Plugin):
             sync = sync and bool(new or replaced or written.unsynced)
         # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
         # tool argument holding a key is stored without it, while the run goes on with the original.
-        masked = run.agent.redact(new)
+        masked = run.agent.redact(new) if written.redacts and new else new
         written.mark(transcript)  # a batch that fails stays with the writer, which writes it again next time
         if not written.writing:
             written.writing = True
-            Sessions._writing_runs += 1
+            _WRITING.runs += 1
         if sync and not self._sync_on_loop(writer):
             return self._flush_on_thread(writer, masked, usage=usage, clear=bool(replaced))
         # A buffered write, or a fast flush, costs less than the hop to a thread.
@@ -266,7 +298,7 @@ class Sessions(bandoneon.Plugin):
     @staticmethod
     def _sync_on_loop(writer: SessionWriter) -> bool:
         recent = writer.recent_syncs
-        return Sessions._writing_runs <= 1 and bool(recent) and sorted(recent)[len(recent) // 2] < INLINE_SYNC_LIMIT
+        return _WRITING.runs <= 1 and bool(recent) and sorted(recent)[len(recent) // 2] < INLINE_SYNC_LIMIT
 
     def _open_writer(self) -> SessionWriter:
         if self._writer is None or self._lock is None:
@@ -310,32 +342,32 @@ class _Written:
     """How much of the agent's transcript is in the session. Plain slots, not attrs fields:
     updated several times a turn, where an attrs ``__setattr__`` would cost more than the write."""
 
-    __slots__ = ("ahead", "count", "early", "last", "unsynced", "writing")
+    __slots__ = ("ahead", "count", "early", "last", "redacts", "unsynced", "writing")
 
     def __init__(self) -> None:
         self.count = 0  # the transcript's first messages written
         self.last: bandoneon.Message | None = None  # the last of them (a cleared history no longer ends with it)
-        #: This turn's assistant message when it was written before its tools ran, and the ids
-        #: of its calls whose results are written already (out of the transcript's order).
-        self.ahead: bandoneon.Message | None = None
+        #: This turn's calls were written (and under "turn" flushed) before any of them ran;
+        #: the ids of calls whose results are written already (out of the transcript's order).
+        self.ahead = False
         self.early: set[str] = set()
         self.unsynced = False  # messages written since the last flush to disk
-        self.writing = False  # this run counts in Sessions._writing_runs
+        self.writing = False  # this run counts in _WRITING.runs
+        self.redacts = True  # does the agent mask what stores keep (``Agent.redacts``)?
 
     def mark(self, transcript: list[bandoneon.Message]) -> None:
         self.count = len(transcript)
         self.last = transcript[-1] if transcript else None
 
-    def end_turn(self) -> None:
-        self.ahead = None
-        self.early.clear()
 
-
-def _last_assistant(transcript: list[bandoneon.Message]) -> bandoneon.Message | None:
-    for message in reversed(transcript):
-        if message.role == "assistant":
-            return message
-    return None
+def _without_early(new: list[bandoneon.Message], early: set[str]) -> list[bandoneon.Message]:
+    """``new`` without the results written early. They answer the calls of the last message
+    written, so they lead ``new``: only those are looked at (a provider may give a later
+    turn's call the same id)."""
+    for index, message in enumerate(new):
+        if message.role != "tool":
+            return [m for m in new[:index] if m.tool_call_id not in early] + new[index:]
+    return [m for m in new if m.tool_call_id not in early]
 
 
 def open_session_plugin(session_id: str, path: str | os.PathLike[str] | None = None) -> Sessions:

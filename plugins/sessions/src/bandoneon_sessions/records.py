@@ -24,7 +24,6 @@ Each line stands alone, so any number of records can be written in one call. For
 
 from __future__ import annotations
 
-import math
 import re
 import zlib
 from collections.abc import Iterable
@@ -35,7 +34,7 @@ import attrs
 
 import bandoneon
 
-__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_text", "frame_texts", "message_text", "replay", "tool_result_text", "unframe", "usage_text"]
+__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_batch", "frame_text", "message_text", "replay", "result_line", "tool_result_text", "unframe", "usage_text"]
 
 FORMAT_VERSION = 2
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
@@ -82,6 +81,8 @@ encode = bandoneon.dumps_compact
 
 CLEAR: dict[str, Any] = {"type": "clear"}
 CLEAR_TEXT = encode(CLEAR)
+_json = bandoneon.unstructure_json
+_crc32 = zlib.crc32
 
 
 def frame(record: dict[str, Any]) -> bytes:
@@ -95,13 +96,7 @@ def frame_text(text: str) -> bytes:
     return b"%s\t%08x\n" % (body, zlib.crc32(body))
 
 
-def frame_texts(texts: list[str]) -> bytes:
-    """The lines of a batch in one piece: ``b"".join(map(frame_text, texts))`` without a call per line."""
-    lines = []
-    for text in texts:
-        body = text.encode()
-        lines.append(b"%s\t%08x\n" % (body, zlib.crc32(body)))
-    return b"".join(lines)
+CLEAR_LINE = frame_text(CLEAR_TEXT)
 
 
 def unframe(line: bytes) -> tuple[bytes, bool]:
@@ -124,78 +119,53 @@ def usage_record(usage: bandoneon.Usage) -> dict[str, Any]:
 
 # The same records as JSON text, written straight from the values: ``message_text(m) ==
 # encode(message_record(m))`` and ``usage_text(u) == encode(usage_record(u))``, byte for byte
-# (tests/test_sessions_records.py holds them to it). The shapes nearly every record has are
-# written by hand, each as one f-string: ``bandoneon.unstructure_json`` fills a ``%`` template,
-# whose parsing costs about seven times the f-string's joining, and a session writes five or
-# six records a run. Any other shape (thinking, parts, a subclass, a value of another type than
-# its field's) goes through ``unstructure_json``, which decides as the converter does.
+# (tests/test_sessions_records.py holds them to it): ``bandoneon.unstructure_json`` writes the
+# value's JSON without the dicts in between, as the converter would.
+
+_MESSAGE = '{"type":"message","message":'
+_USAGE = '{"type":"usage","usage":'
 
 
 def message_text(message: bandoneon.Message) -> str:
-    role, content, call_id, name, error = message.role, message.content, message.tool_call_id, message.name, message.is_error
-    calls = _calls_text(message.tool_calls)
-    if (
-        calls is None
-        or message.__class__ is not bandoneon.Message
-        or message.thinking
-        or message.parts
-        or role.__class__ is not str
-        or content.__class__ is not str
-        or not (call_id is None or call_id.__class__ is str)
-        or not (name is None or name.__class__ is str)
-        or error.__class__ is not bool
-    ):
-        return '{"type":"message","message":' + bandoneon.unstructure_json(message) + "}"
-    return _message_text(_string(role), content, calls, call_id, name, error)
+    return _MESSAGE + _json(message) + "}"
+
+
+def usage_text(usage: bandoneon.Usage) -> str:
+    return _USAGE + _json(usage) + "}"
 
 
 def tool_result_text(result: bandoneon.ToolResult) -> str:
     """``message_text(result.to_message())`` without building the message: the loop builds its
-    own from the result, and a second one cost more than this record's text."""
+    own from the result, and a second one cost more than this record's text. Written by hand
+    (the fields of a tool's ``Message``, in their order) for the usual shape, a result of
+    strings; any other through the message."""
     call, content, error = result.call, result.content, result.is_error
     call_id, name = call.id, call.name
     if result.__class__ is not bandoneon.ToolResult or content.__class__ is not str or call_id.__class__ is not str or name.__class__ is not str or error.__class__ is not bool:
         return message_text(result.to_message())
-    return _message_text('"tool"', content, "[]", call_id, name, error)
-
-
-def _message_text(role: str, content: str, calls: str, call_id: str | None, name: str | None, error: bool) -> str:
-    """A message record of the usual shape; ``role`` and ``calls`` are JSON already."""
     return (
-        f'{{"type":"message","message":{{"role":{role},"content":{_string(content)},"tool_calls":{calls},'
-        f'"tool_call_id":{"null" if call_id is None else _string(call_id)},"name":{"null" if name is None else _string(name)},'
-        f'"is_error":{"true" if error else "false"},"thinking":[],"parts":[]}}}}'
+        f'{_MESSAGE}{{"role":"tool","content":{_string(content)},"tool_calls":[],"tool_call_id":{_string(call_id)},'
+        f'"name":{_string(name)},"is_error":{"true" if error else "false"},"thinking":[],"parts":[]}}}}'
     )
 
 
-def _calls_text(calls: tuple[bandoneon.ToolCall, ...]) -> str | None:
-    """The JSON list of ``calls`` written by hand; None when one is not a plain ``ToolCall`` of strings."""
-    if not calls:
-        return "[]"
-    texts = []
-    for call in calls:
-        if call.__class__ is not bandoneon.ToolCall:
-            return None
-        call_id, name, arguments = call.id, call.name, call.arguments
-        if call_id.__class__ is not str or name.__class__ is not str or arguments.__class__ is not str:
-            return None
-        texts.append(f'{{"id":{_string(call_id)},"name":{_string(name)},"arguments":{_string(arguments)}}}')
-    return "[" + ",".join(texts) + "]"
+def result_line(result: bandoneon.ToolResult) -> bytes:
+    """``frame_text(tool_result_text(result))``: the JSONL line of a tool result."""
+    body = tool_result_text(result).encode()
+    return b"%s\t%08x\n" % (body, _crc32(body))
 
 
-def usage_text(usage: bandoneon.Usage) -> str:
-    given, taken, cached, cache_written, requests = usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens, usage.requests
-    cost = usage.cost
-    if (
-        usage.__class__ is not bandoneon.Usage
-        or not (given.__class__ is taken.__class__ is cached.__class__ is cache_written.__class__ is requests.__class__ is int)  # all five
-        or not (cost is None or (cost.__class__ is float and math.isfinite(cost)))
-    ):
-        return '{"type":"usage","usage":' + bandoneon.unstructure_json(usage) + "}"
-    return (
-        f'{{"type":"usage","usage":{{"input_tokens":{given},"output_tokens":{taken},"cached_input_tokens":{cached},'
-        f'"cache_write_tokens":{cache_written},"requests":{requests},"cost":{"null" if cost is None else float.__repr__(cost)}}}}}'
-    )
+def frame_batch(messages: Iterable[bandoneon.Message] = (), usage: bandoneon.Usage | None = None, clear: bool = False) -> bytes:
+    """The JSONL lines of one append: a ``clear`` first if asked, the messages, then the usage
+    (``b"".join(frame(r) for r in batch)``, written straight from the values)."""
+    lines = [CLEAR_LINE] if clear else []
+    for message in messages:
+        body = (_MESSAGE + _json(message) + "}").encode()
+        lines.append(b"%s\t%08x\n" % (body, _crc32(body)))
+    if usage is not None:
+        body = (_USAGE + _json(usage) + "}").encode()
+        lines.append(b"%s\t%08x\n" % (body, _crc32(body)))
+    return b"".join(lines)
 
 
 def header_record(session_id: str, created_at: float, forked_from: str | None = None) -> dict[str, Any]:

@@ -28,11 +28,12 @@ from .records import (
     check_session_id,
     encode,
     frame,
-    frame_texts,
+    frame_batch,
     header_record,
     message_record,
     message_text,
     replay,
+    result_line,
     tool_result_text,
     usage_record,
     usage_text,
@@ -278,21 +279,39 @@ class _JsonlWriter(SessionWriter):
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def append(self, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False, sync: bool = True) -> None:
+        # SessionWriter.append in one call: a session appends several times a turn.
+        data = frame_batch(messages, usage, clear)
+        if not data and not self._pending:
+            return
+        if not sync:
+            self._write(data, sync=False)
+            return
+        started = time.perf_counter()
+        self._write(data, sync=True)
+        self.recent_syncs = (*self.recent_syncs[-2:], time.perf_counter() - started)
+
+    def append_result(self, result: bandoneon.ToolResult) -> None:
+        self._write(result_line(result), sync=False)
+
     def _records(self, messages: Iterable[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> bytes:
-        return frame_texts(batch_texts(messages, usage=usage, clear=clear))
+        return frame_batch(messages, usage, clear)
 
     def _result_records(self, result: bandoneon.ToolResult) -> bytes:
-        return frame_texts([tool_result_text(result)])
+        return result_line(result)
 
     def _write(self, records: bytes, *, sync: bool) -> None:
-        data = self._pending + records if self._pending else records
-        sync = sync or self._pending_sync
+        pending = self._pending
+        if pending:
+            records = pending + records
+            sync = sync or self._pending_sync
         try:
-            self._file.append(data, sync=sync)
+            self._file.append(records, sync=sync)
         except BaseException:  # cut back off the file (AppendFile's promise); written again next time
-            self._pending, self._pending_sync = data, sync
+            self._pending, self._pending_sync = records, sync
             raise
-        self._pending, self._pending_sync = b"", False
+        if pending:
+            self._pending, self._pending_sync = b"", False
 
     def close(self) -> None:
         self._file.close()
