@@ -212,7 +212,9 @@ class Sessions(bandoneon.Plugin):
             if self.durability != "os":
                 return
             self._flush(run, sync=False)  # unsynced: never waits
-        writer = self._open_writer()
+        writer = self._writer
+        if writer is None:
+            raise self._closed()
         written.early.add(result.call.id)
         written.unsynced = True
         try:
@@ -261,7 +263,9 @@ class Sessions(bandoneon.Plugin):
         A plain function: it writes at once, unless the flush must wait on a worker thread, whose
         awaitable it returns (None: written). Most flushes wait for nothing (``"os"``, a result,
         a fast disk), and a coroutine per flush cost more than its write's bookkeeping."""
-        writer = self._open_writer()
+        writer = self._writer
+        if writer is None:
+            raise self._closed()
         written = self._written
         transcript = run.transcript
         count = written.count
@@ -300,10 +304,9 @@ class Sessions(bandoneon.Plugin):
         recent = writer.recent_syncs
         return _WRITING.runs <= 1 and bool(recent) and sorted(recent)[len(recent) // 2] < INLINE_SYNC_LIMIT
 
-    def _open_writer(self) -> SessionWriter:
-        if self._writer is None or self._lock is None:
-            raise SessionError(f"session {self.session_id!r} was closed; build a new agent to go on")
-        return self._writer
+    def _closed(self) -> SessionError:
+        """What a save after ``close()`` raises (the writer and the lock go together)."""
+        return SessionError(f"session {self.session_id!r} was closed; build a new agent to go on")
 
     # ---------------------------------------------------------------- the rest
 

@@ -282,14 +282,20 @@ class _JsonlWriter(SessionWriter):
     def append(self, messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False, sync: bool = True) -> None:
         # SessionWriter.append in one call: a session appends several times a turn.
         data = frame_batch(messages, usage, clear)
-        if not data and not self._pending:
+        if self._pending:
+            data = self._pending + data
+            sync = sync or self._pending_sync
+        elif not data:
             return
-        if not sync:
-            self._write(data, sync=False)
-            return
-        started = time.perf_counter()
-        self._write(data, sync=True)
-        self.recent_syncs = (*self.recent_syncs[-2:], time.perf_counter() - started)
+        started = time.perf_counter() if sync else 0.0
+        try:
+            self._file.append(data, sync=sync)
+        except BaseException:  # cut back off the file (AppendFile's promise); written again next time
+            self._pending, self._pending_sync = data, sync
+            raise
+        self._pending, self._pending_sync = b"", False
+        if sync:
+            self.recent_syncs = (*self.recent_syncs[-2:], time.perf_counter() - started)
 
     def append_result(self, result: bandoneon.ToolResult) -> None:
         self._write(result_line(result), sync=False)
