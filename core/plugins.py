@@ -183,11 +183,12 @@ def installed_plugins() -> dict[str, InstalledPlugin]:
                 stacklevel=2,
             )
             continue
+        metadata = dist.metadata if dist else None  # parsed once: dist.name and dist.version would each parse it
         found[entry_point.name] = InstalledPlugin(
             name=entry_point.name,
             value=entry_point.value,
-            distribution=dist.name if dist else None,
-            version=dist.version if dist else None,
+            distribution=metadata["Name"] if metadata is not None else None,
+            version=metadata["Version"] if metadata is not None else None,
             entry_point=entry_point,
         )
     return found
