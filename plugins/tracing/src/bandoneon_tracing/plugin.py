@@ -118,10 +118,6 @@ class Tracing(bandoneon.Plugin):
     def agent_closed(self, agent: bandoneon.Agent) -> None:
         self.flush()
 
-    @bandoneon.hookimpl(trylast=True)
-    def after_tool_execution(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
-        self._builder.tool_answered_without_running(run, result)
-
     @staticmethod
     @bandoneon.hookimpl
     def register_commands(subparsers: Any) -> None:

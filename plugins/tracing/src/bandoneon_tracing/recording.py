@@ -1,19 +1,20 @@
-"""Spans while a run records them, and the finished trace built from them when first read.
+"""Spans while a trace is drafted, and the finished trace built from them when first read.
 
-Recording is on the agent's path, so it keeps raw values only: no ids, no redaction, no
-dropping of unset attributes. A finished ``Trace`` turns its drafts into ``Span``s once, when
-an exporter or a reader first looks at it (the JSONL writer on its own thread, the memory on
+Recording is on the agent's path, so it keeps the run's events only (``builder``). A finished
+``Trace`` drafts its spans from them (``drafting``: raw attributes, no ids, no redaction, no
+dropping of unset attributes) and turns the drafts into ``Span``s once, when an exporter or a
+reader first looks at it (the JSONL writer on its own thread, the memory on
 ``tracing.traces``): ids are drawn and every attribute, event and error is cleaned and
-redacted there, and the drafts (the raw values) are dropped. So what anyone reads is redacted,
-and a run whose trace nobody reads never pays for building it. (When an agent's own rules
-redact a trace, its drafts are redacted when the root run ends, and forget those rules: drafts
-must not keep agents alive. The spans are still built when first read.)
+redacted there, and the events and drafts are dropped. So what anyone reads is redacted, and
+a run whose trace nobody reads never pays for building it. (When an agent's own rules redact
+a trace, its drafts are made and redacted when the root run ends, and forget those rules:
+drafts must not keep agents alive. The spans are still built when first read.)
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 import bandoneon
@@ -101,13 +102,14 @@ class Draft:
 
 
 class Trace(Sequence[Span]):
-    """A finished trace: a read-only sequence of spans, built from the drafts on first read
-    (once, under a lock: the JSONL writer thread and a reader may both ask)."""
+    """A finished trace: a read-only sequence of spans, built on first read from ``drafts``
+    (or from what ``drafts()`` returns then), once, under a lock: the JSONL writer thread and
+    a reader may both ask."""
 
     __slots__ = ("_drafts", "_spans")
 
-    def __init__(self, drafts: list[Draft]):
-        self._drafts: list[Draft] | None = drafts
+    def __init__(self, drafts: list[Draft] | Callable[[], list[Draft]]):
+        self._drafts: list[Draft] | Callable[[], list[Draft]] | None = drafts
         self._spans: list[Span] | None = None
 
     def build(self) -> list[Span]:
@@ -116,8 +118,9 @@ class Trace(Sequence[Span]):
         if spans is None:
             with _BUILDING:
                 if self._spans is None:
-                    assert self._drafts is not None
-                    self._spans = _build(self._drafts)
+                    drafts = self._drafts
+                    assert drafts is not None
+                    self._spans = _build(drafts if isinstance(drafts, list) else drafts())
                     self._drafts = None
                 spans = self._spans
         return spans
