@@ -1,12 +1,12 @@
 """Record a run's events for its trace: on the agent's loop, one append per event.
 
 Each event a trace needs becomes an entry ``(handler, run, time, payload)`` of its trace's log
-(one ``TraceBuffer`` per trace: a root run and its subagents' runs, in the order things
-happened). The payload is the event itself when the event holds only what its span needs
-(frozen values: a reply, a tool call and its output), else the facts that cannot wait, taken
+(one per trace: a root run and its subagents' runs, in the order things happened). The
+payload is the event itself when the event holds only what its span needs (frozen values: a
+reply, a tool call and its output), else the facts that cannot wait, taken
 when the event happens: a request's model and counts (not the request: it holds the whole
 history), the model a turn or a run ends with. A run's own facts (its agent's name and rules,
-its model, its tools) are taken at ``run_start`` into its ``RunTrace``; nothing recorded holds
+its model, its tools) are taken at ``run_start`` (``RunFacts``); nothing recorded holds
 the run, its agent or its provider. When the root run ends, the log becomes a ``Trace`` whose
 spans are drafted (``drafting``) and built (``recording``) when it is first read.
 
@@ -15,7 +15,7 @@ under the *tool call* that started it. The tool call is found through a context 
 set at ``tool_start``: the loop emits ``tool_start`` in the task that then runs the tool
 (each concurrent tool runs in its own task, and ``asyncio.to_thread`` copies the context),
 so code the tool runs — a subagent's ``run`` included — sees its own tool's ``tool_start``,
-even when several tools run at once; the child's run keeps it (``RunTrace.current_tool``) and
+even when several tools run at once; the child's run keeps it (``RunFacts.current_tool``) and
 the replay finds its span (see ``drafting``).
 """
 
@@ -25,85 +25,84 @@ import contextvars
 import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import bandoneon
 
-from .drafting import HANDLERS, Entry, Handler, Settings, draft_trace
+from .drafting import HANDLERS, Entry, Handler, RunFacts, Settings, draft_trace
 from .pricing import PriceTable
 from .recording import Trace, redact_drafts
 from .redaction import Redactor
 
-__all__ = ["RunTrace", "SpanBuilder", "TraceBuffer"]
+__all__ = ["RunTrace", "SpanBuilder", "record"]
 
 STATE_KEY: bandoneon.StashKey[RunTrace] = bandoneon.StashKey("tracing")
 
 _current_tool: contextvars.ContextVar[bandoneon.ToolStart | None] = contextvars.ContextVar("bandoneon_tracing_tool", default=None)
 
 
-class TraceBuffer:
-    """The log of one trace, shared by a root run and its subagent runs. ``uses_agents``: a
-    run's redaction rules include its agent's (``agent.redact``)."""
-
-    __slots__ = ("log", "uses_agents")
-
-    def __init__(self) -> None:
-        self.log: list[Entry] = []
-        self.uses_agents = False
-
-
 class RunTrace:
-    """One run's facts, taken at ``run_start``. ``redactor`` holds the rules of the run's own
-    agent (its guard); ``parent`` is the parent run's, for a subagent's run, and
-    ``current_tool`` the ``tool_start`` its run started under, if any; ``hook_calls`` the
-    run's timed hook calls (taken at ``run_end`` when hook calls are timed)."""
+    """One run's recording state (in its stash): its ``facts``, taken at ``run_start``, the log
+    of its trace (one list for a root run and its subagents' runs), its trace's ``root`` run
+    (None: this one), and the run's ``provider`` until the run ends, so each request asks it
+    for its names only when it changed (a fallback). ``uses_agents`` (on the root) says some
+    run's rules include its agent's.
 
-    __slots__ = (
-        "agent_name",
-        "buffer",
-        "current_tool",
-        "depth",
-        "hook_calls",
-        "model",
-        "parent",
-        "parent_run_id",
-        "prompt_parts",
-        "provider_name",
-        "redactor",
-        "tools",
-    )
+    Nothing refers back to it: the log's entries hold the facts, so a finished trace is freed
+    as soon as nobody holds it, without waiting for the cycle collector."""
 
-    def __init__(self, run: bandoneon.RunContext, buffer: TraceBuffer, parent: RunTrace | None, redactor: Redactor):
-        self.buffer = buffer
-        self.parent = parent
-        self.current_tool = _current_tool.get() if parent is not None else None
-        self.redactor = redactor
-        self.agent_name = run.agent.name
-        provider = run.provider
-        self.model: str | None = getattr(provider, "model", None) or None
-        self.provider_name: str | None = getattr(provider, "name", None)
-        self.parent_run_id = run.parent.run_id if run.parent is not None else None
-        self.depth = run.depth
-        # Images and files as kind, type, size and digest: never their bytes (nor kept until read).
-        self.prompt_parts = [bandoneon.describe_part(p) for p in run.prompt_parts if p.kind != "text"] or None if run.prompt_parts else None
-        # The names only: the tools themselves may hold anything, an agent included.
-        self.tools = tuple(run.tools)
-        self.hook_calls: list[Any] | None = None
+    __slots__ = ("facts", "log", "provider", "root", "uses_agents")
+
+    facts: RunFacts
+    provider: object
+
+    def __init__(self, run: bandoneon.RunContext, parent: RunTrace | None, redactor: Redactor):
+        if parent is None:
+            self.root: RunTrace | None = None
+            self.log: list[Entry] = []
+            parent_facts = current_tool = None
+        else:
+            self.root = parent.root or parent
+            self.log = parent.log
+            parent_facts, current_tool = parent.facts, _current_tool.get()
+        self.uses_agents = redactor.guard is not None
+        if self.uses_agents and self.root is not None:
+            self.root.uses_agents = True
+        provider = self.provider = run.provider
+        model, provider_name = _names(provider)
+        self.facts = RunFacts(
+            run.agent.name,
+            model,
+            provider_name,
+            run.parent.run_id if run.parent is not None else None,
+            run.depth if run.parent is not None else 0,
+            # Images and files as kind, type, size and digest: never their bytes (nor kept until read).
+            [bandoneon.describe_part(p) for p in run.prompt_parts if p.kind != "text"] or None if run.prompt_parts else None,
+            # The names only: the tools themselves may hold anything, an agent included.
+            tuple(run.tools),
+            redactor,
+            parent_facts,
+            current_tool,
+        )
 
 
 class SpanBuilder:
-    """One per plugin instance. ``export`` is called with each finished trace; ``redactor_for``
-    gives the redaction rules of an agent (tracing's own, plus that agent's guard).
+    """One per plugin instance. ``export`` is called with each finished trace; ``rules`` are
+    tracing's own redaction rules, to which each run adds its agent's (its guard's), if any:
+    one instance may trace agents with different guards.
 
-    ``handle`` records (see the module's docstring): drafting, cleaning, redaction and ids wait
-    until someone reads the trace, so recording stays off the agent's bill."""
+    ``record`` is the plugin's ``on_event`` (see the module's docstring): drafting, cleaning,
+    redaction and ids wait until someone reads the trace, so recording stays off the agent's
+    bill."""
+
+    __slots__ = ("_export", "clock", "hook_timing", "rules", "settings")
 
     def __init__(
         self,
         *,
         export: Callable[[Trace], None],
         prices: PriceTable,
-        redactor_for: Callable[[bandoneon.Agent], Redactor],
+        rules: Redactor,
         capture_content: bool,
         hook_timing: bool = False,
         clock: Callable[[], float] = time.time,
@@ -111,55 +110,74 @@ class SpanBuilder:
         self._export = export
         self.hook_timing = hook_timing
         self.settings = Settings(prices, capture_content)
-        self.redactor_for = redactor_for
+        self.rules = rules
         self.clock = clock
 
-    def handle(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
-        # Only the run's own events: one emitted outside a run has no run, and a child's event
-        # forwarded as is to its parent's run would otherwise land in the parent's spans.
-        if run is None or event.run_id != run.run_id:
-            return
-        recorder = _RECORDERS.get(event.name)
-        if recorder is None:
-            return
-        handler, facts = recorder
-        state = run.stash.get(STATE_KEY)
-        if state is None:
-            if handler is not _on_run_start:
-                return
-            state = self._start_run(run)
-        state.buffer.log.append((handler, state, self.clock(), event if facts is None else facts(self, run, state, event)))
-        if handler is _on_run_end and state.parent is None:
-            self._finish(state.buffer)
-
-    def _start_run(self, run: bandoneon.RunContext) -> RunTrace:
+    def start_run(self, run: bandoneon.RunContext) -> RunTrace:
         parent: RunTrace | None = run.parent.stash.get(STATE_KEY) if run.parent is not None else None
-        buffer = parent.buffer if parent is not None else TraceBuffer()
-        state = RunTrace(run, buffer, parent, self.redactor_for(run.agent))
-        if state.redactor.guard is not None:
-            buffer.uses_agents = True
+        agent = run.agent
+        state = RunTrace(run, parent, self.rules.with_guard(agent.redact) if agent.redacts else self.rules)
         run.stash[STATE_KEY] = state
         return state
 
-    def _finish(self, buffer: TraceBuffer) -> None:
+    def finish(self, root: RunTrace) -> None:
         """The root run ended: its trace goes to the exporters."""
-        if buffer.uses_agents:
+        if root.uses_agents:
             # Drafted and redacted now, while the agents' rules are at hand: a kept trace must
             # not keep its agents alive (and with them their history) until someone reads it.
-            drafts = draft_trace(buffer.log, self.settings)
+            drafts = draft_trace(root.log, self.settings)
             redact_drafts(drafts)
             self._export(Trace(drafts))
         else:
-            self._export(Trace(functools.partial(draft_trace, buffer.log, self.settings)))
+            self._export(Trace(functools.partial(draft_trace, root.log, self.settings)))
+
+
+class HasBuilder(Protocol):
+    _builder: SpanBuilder
+
+
+def record(tracing: HasBuilder, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
+    """The plugin's ``on_event``: the event (or the facts it needs now) appended to its trace's
+    log. A function of the plugin, not a method of the builder: a call less per event."""
+    # Only the run's own events: one emitted outside a run has no run, and a child's event
+    # forwarded as is to its parent's run would otherwise land in the parent's spans.
+    if run is None or event.run_id != run.run_id:
+        return
+    recorder = _RECORDERS.get(event.name)
+    if recorder is None:
+        return
+    builder = tracing._builder
+    handler, facts = recorder
+    state = run.stash.get(STATE_KEY)
+    if state is None:
+        if handler is not _on_run_start:
+            return
+        state = builder.start_run(run)
+    state.log.append((handler, state.facts, builder.clock(), event if facts is None else facts(builder, run, state, event)))
+    if handler is _on_run_end and state.root is None:
+        builder.finish(state)
+
+
+def _names(provider: object) -> tuple[str | None, str | None]:
+    """A provider's model and name."""
+    return getattr(provider, "model", None) or None, getattr(provider, "name", None)
+
+
+def _names_now(run: bandoneon.RunContext, state: RunTrace) -> tuple[str | None, str | None] | None:
+    """The names of the run's provider now: None when it is still the one the run started with."""
+    provider = run.provider
+    return None if provider is state.provider else _names(provider)
 
 
 # ------------------------------------------------------------------ facts that cannot wait
 
 
 def _provider_request(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ProviderRequest) -> tuple[Any, ...]:
-    provider = run.provider
+    """Not the request: it holds the whole history. Its provider's names when it is not the one
+    the run started with."""
     request = event.request
-    return (event.turn, event.attempt, getattr(provider, "model", None) or None, getattr(provider, "name", None), len(request.messages), len(request.tools))
+    provider = run.provider
+    return (event.turn, event.attempt, len(request.messages), len(request.tools), None if provider is state.provider else _names(provider))
 
 
 def _tool_start(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolStart) -> bandoneon.ToolStart:
@@ -169,13 +187,15 @@ def _tool_start(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace
 
 def _turn_end(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnEnd) -> tuple[Any, ...]:
     """The model a turn is priced by when its answer's model is not in the table."""
-    return (event, getattr(run.provider, "model", None) or None if builder.settings.has_prices else None)
+    return (event, _names_now(run, state))
 
 
 def _run_end(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.RunEnd) -> tuple[Any, ...]:
-    if builder.hook_timing and (profile := run.agent.hook_profile) is not None:
-        state.hook_calls = list(profile.take_calls(run.run_id))
-    return (event, getattr(run.provider, "model", None) or None)
+    """The model the run ends with, and its timed hook calls (when hook calls are timed)."""
+    profile = run.agent.hook_profile if builder.hook_timing else None
+    names = _names_now(run, state)
+    state.provider = None  # a kept trace keeps no provider
+    return (event, names, list(profile.take_calls(run.run_id)) if profile is not None else None)
 
 
 Facts = Callable[[SpanBuilder, bandoneon.RunContext, RunTrace, Any], Any]

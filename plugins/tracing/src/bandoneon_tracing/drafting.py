@@ -7,7 +7,7 @@ writer thread, or whoever reads ``tracing.traces`` first. The payload is the eve
 it holds only what the span needs, else the facts taken when it happened (``builder``).
 
 Subagents: a child's run span hangs under the tool call that started it, known by the
-``tool_start`` event its run saw as current (``RunTrace.current_tool``), when that call is still
+``tool_start`` event its run saw as current (``RunFacts.current_tool``), when that call is still
 running when the child starts; else under the parent's only running tool call if there is
 exactly one, else under the parent's current turn (or run). Replaying in order, the parent's
 spans are exactly as they were when the child started.
@@ -16,17 +16,15 @@ spans are exactly as they were when the child started.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import bandoneon
 
 from .pricing import PriceTable
 from .recording import Draft
+from .redaction import Redactor
 
-if TYPE_CHECKING:
-    from .builder import RunTrace
-
-__all__ = ["HANDLERS", "Entry", "Handler", "Settings", "draft_trace"]
+__all__ = ["HANDLERS", "Entry", "Handler", "RunFacts", "Settings", "draft_trace"]
 
 
 class Settings:
@@ -40,13 +38,46 @@ class Settings:
         self.capture_content = capture_content
 
 
+class RunFacts:
+    """What a run's spans need of the run itself, taken when it starts (``builder``): its
+    agent's name and rules (``redactor``: tracing's, plus the agent's guard), its model and
+    provider, its tools' names; for a subagent's run, its parent run's facts and the
+    ``tool_start`` it started under, if any."""
+
+    __slots__ = ("agent_name", "current_tool", "depth", "model", "parent", "parent_run_id", "prompt_parts", "provider_name", "redactor", "tools")
+
+    def __init__(
+        self,
+        agent_name: str,
+        model: str | None,
+        provider_name: str | None,
+        parent_run_id: str | None,
+        depth: int,
+        prompt_parts: list[str] | None,
+        tools: tuple[str, ...],
+        redactor: Redactor,
+        parent: RunFacts | None,
+        current_tool: bandoneon.ToolStart | None,
+    ):
+        self.agent_name = agent_name
+        self.model = model
+        self.provider_name = provider_name
+        self.parent_run_id = parent_run_id
+        self.depth = depth
+        self.prompt_parts = prompt_parts
+        self.tools = tools
+        self.redactor = redactor
+        self.parent = parent
+        self.current_tool = current_tool
+
+
 class _Spans:
     """One run's spans while its events are replayed: the open ones and every tool call's (by
     call id; an open one has no ``end``)."""
 
     __slots__ = ("model_span", "response_model", "run", "run_span", "tools", "turn_span", "turn_spans")
 
-    def __init__(self, run: RunTrace):
+    def __init__(self, run: RunFacts):
         self.run = run
         self.run_span: Draft
         self.turn_span: Draft | None = None
@@ -64,7 +95,7 @@ class _Replay:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.drafts: list[Draft] = []
-        self.runs: dict[RunTrace, _Spans] = {}
+        self.runs: dict[RunFacts, _Spans] = {}
         #: Every tool span of the trace by its ``tool_start`` event (by id: events compare by
         #: identity, and the log keeps each alive while this lives).
         self.tools_by_start: dict[int, Draft] = {}
@@ -106,7 +137,7 @@ class _Replay:
         )
         return draft
 
-    def parent_for_child(self, run: RunTrace) -> Draft | None:
+    def parent_for_child(self, run: RunFacts) -> Draft | None:
         parent_run = run.parent
         if parent_run is None:
             return None
@@ -122,7 +153,7 @@ class _Replay:
 
 Handler = Callable[[_Replay, _Spans, float, Any], None]
 #: One recorded moment: its handler, the run, the time, the event or the facts taken then.
-Entry = tuple[Handler, "RunTrace", float, Any]
+Entry = tuple[Handler, RunFacts, float, Any]
 
 
 def draft_trace(log: list[Entry], settings: Settings) -> list[Draft]:
@@ -177,8 +208,16 @@ def _on_turn_start(replay: _Replay, spans: _Spans, time: float, event: bandoneon
     spans.turn_span = spans.turn_spans[event.turn] = replay.open(spans, "turn", event.turn, spans.run_span, time, {"bandoneon.turn": event.turn})
 
 
-def _on_provider_request(replay: _Replay, spans: _Spans, time: float, facts: tuple[int, int, str | None, str | None, int, int]) -> None:
-    turn, attempt, model, provider_name, messages, tools_offered = facts
+Names = tuple[str | None, str | None] | None  # a provider's model and name; None: the run's own
+
+
+def _model(run: RunFacts, names: Names) -> str | None:
+    return run.model if names is None else names[0]
+
+
+def _on_provider_request(replay: _Replay, spans: _Spans, time: float, facts: tuple[int, int, int, int, Names]) -> None:
+    turn, attempt, messages, tools_offered, names = facts
+    model, provider_name = (spans.run.model, spans.run.provider_name) if names is None else names
     if attempt > 1 and spans.model_span is not None and spans.model_span.end is None:
         spans.model_span.add_event("attempt", time, {"bandoneon.attempt": attempt})
         return
@@ -268,9 +307,9 @@ def _on_compaction(replay: _Replay, spans: _Spans, time: float, event: bandoneon
     target.add_event("compaction", time, {"bandoneon.tokens_before": event.tokens_before, "bandoneon.tokens_after": event.tokens_after})
 
 
-def _on_turn_end(replay: _Replay, spans: _Spans, time: float, facts: tuple[bandoneon.TurnEnd, str | None]) -> None:
-    event, model = facts
-    usage = (event.usage, replay.cost(event.usage, model, answered_by=spans.response_model))
+def _on_turn_end(replay: _Replay, spans: _Spans, time: float, facts: tuple[bandoneon.TurnEnd, Names]) -> None:
+    event, names = facts
+    usage = (event.usage, replay.cost(event.usage, _model(spans.run, names), answered_by=spans.response_model))
     if spans.model_span is not None:
         spans.model_span.usage = usage
     if spans.turn_span is not None:
@@ -278,17 +317,17 @@ def _on_turn_end(replay: _Replay, spans: _Spans, time: float, facts: tuple[bando
         _close(spans.turn_span, time)
 
 
-def _on_run_end(replay: _Replay, spans: _Spans, time: float, facts: tuple[bandoneon.RunEnd, str | None]) -> None:
-    event, model = facts
+def _on_run_end(replay: _Replay, spans: _Spans, time: float, facts: tuple[bandoneon.RunEnd, Names, list[Any] | None]) -> None:
+    event, names, hook_calls = facts
     cut_short = [draft for draft in (*spans.tools.values(), spans.model_span, spans.turn_span) if draft is not None and draft.end is None]
     if cut_short:
         error = event.error or f"the run ended first ({event.reason})"
         for draft in cut_short:
             _close(draft, time, error)
-    if spans.run.hook_calls is not None:
-        _add_hook_calls(spans, spans.run.hook_calls)
+    if hook_calls is not None:
+        _add_hook_calls(spans, hook_calls)
     draft = spans.run_span
-    draft.usage = (event.usage, replay.cost(event.usage, model))
+    draft.usage = (event.usage, replay.cost(event.usage, _model(spans.run, names)))
     draft.attributes["bandoneon.stop_reason"] = event.reason
     draft.attributes["bandoneon.turns"] = event.turns
     _close(draft, time, event.error)

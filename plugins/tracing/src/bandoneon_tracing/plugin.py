@@ -9,7 +9,7 @@ import attrs
 
 import bandoneon
 
-from .builder import SpanBuilder
+from .builder import SpanBuilder, record
 from .exporters import InMemoryExporter, JsonlExporter
 from .pricing import PriceTable
 from .recording import Trace
@@ -64,12 +64,10 @@ class Tracing(bandoneon.Plugin):
                 if exporter is None:
                     raise bandoneon.ConfigError("tracing: otel=true but no OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER is set (or OTEL_SDK_DISABLED=true)")
                 self._sinks.append(exporter)
-        rules = Redactor(self.redact)
         self._builder = SpanBuilder(
             export=self._export,
             prices=PriceTable(self.prices),
-            # Per agent, at each run: one instance may trace agents with different guards.
-            redactor_for=lambda agent: rules.with_guard(agent.redact if agent.redacts else None),
+            rules=Redactor(self.redact),
             capture_content=self.capture_content,
             hook_timing=self.hook_timing,
         )
@@ -105,9 +103,9 @@ class Tracing(bandoneon.Plugin):
         """Subagents get this very instance (the same rules, one trace)."""
         return self
 
-    @bandoneon.hookimpl
-    def on_event(self, run: bandoneon.RunContext | None, event: bandoneon.Event) -> None:
-        self._builder.handle(run, event)
+    #: Each event of a run recorded for its trace (``builder.record``: a function of the plugin,
+    #: so each event costs one call, not two).
+    on_event = bandoneon.hookimpl(record)
 
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:
