@@ -1,6 +1,6 @@
 """Record a run's events for its trace: on the agent's loop, one append per event.
 
-Each event a trace needs becomes an entry ``(handler, run, time, payload)`` of its trace's log
+Each event a trace needs becomes ``handler, run, time, payload`` in its trace's log
 (one per trace: a root run and its subagents' runs, in the order things happened). The
 payload is the event itself when the event holds only what its span needs (frozen values: a
 reply, a tool call and its output), else the facts that cannot wait, taken
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import bandoneon
 
-from .drafting import HANDLERS, Entry, Handler, RunFacts, Settings, draft_trace
+from .drafting import HANDLERS, Handler, Log, RunFacts, Settings, draft_trace
 from .pricing import PriceTable
 from .recording import Trace, redact_drafts
 from .redaction import Redactor
@@ -59,7 +59,7 @@ class RunTrace:
     def __init__(self, run: bandoneon.RunContext, parent: RunTrace | None, redactor: Redactor):
         if parent is None:
             self.root: RunTrace | None = None
-            self.log: list[Entry] = []
+            self.log: Log = []
             parent_facts = current_tool = None
         else:
             self.root = parent.root or parent
@@ -153,7 +153,7 @@ def record(tracing: HasBuilder, run: bandoneon.RunContext | None, event: bandone
         if handler is not _on_run_start:
             return
         state = builder.start_run(run)
-    state.log.append((handler, state.facts, builder.clock(), event if facts is None else facts(builder, run, state, event)))
+    state.log += (handler, state.facts, builder.clock(), event if facts is None else facts(builder, run, state, event))
     if handler is _on_run_end and state.root is None:
         builder.finish(state)
 

@@ -1,7 +1,7 @@
 """A trace's log of events turned into its tree of drafts, when the trace is first read.
 
-``builder`` records each run's events on the agent's loop as ``(handler, run, time, payload)``
-entries of one log per trace (a root run and its subagents, in the order things happened);
+``builder`` records each run's events on the agent's loop as ``handler, run, time, payload``
+in one log per trace (a root run and its subagents, in the order things happened);
 ``draft_trace`` replays that log through the handlers below, off the agent's bill: the JSONL
 writer thread, or whoever reads ``tracing.traces`` first. The payload is the event itself when
 it holds only what the span needs, else the facts taken when it happened (``builder``).
@@ -24,7 +24,7 @@ from .pricing import PriceTable
 from .recording import Draft
 from .redaction import Redactor
 
-__all__ = ["HANDLERS", "Entry", "Handler", "RunFacts", "Settings", "draft_trace"]
+__all__ = ["HANDLERS", "Handler", "Log", "RunFacts", "Settings", "draft_trace"]
 
 
 class Settings:
@@ -152,15 +152,18 @@ class _Replay:
 
 
 Handler = Callable[[_Replay, _Spans, float, Any], None]
-#: One recorded moment: its handler, the run, the time, the event or the facts taken then.
-Entry = tuple[Handler, RunFacts, float, Any]
+#: A trace's log: four items per recorded moment, its handler, the run's facts, the time, and
+#: the event or the facts taken then. Flat, not a tuple per moment: a kept trace is then a
+#: handful of objects for the cycle collector to walk, whatever its length.
+Log = list[Any]
 
 
-def draft_trace(log: list[Entry], settings: Settings) -> list[Draft]:
+def draft_trace(log: Log, settings: Settings) -> list[Draft]:
     """The drafts of a trace, in the order their spans started."""
     replay = _Replay(settings)
     runs = replay.runs
-    for handler, run, time, payload in log:
+    items = iter(log)
+    for handler, run, time, payload in zip(items, items, items, items, strict=True):
         spans = runs.get(run)
         if spans is None:
             spans = runs[run] = _Spans(run)
