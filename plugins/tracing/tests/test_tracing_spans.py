@@ -137,6 +137,23 @@ def test_a_refused_tool_and_an_unknown_tool_get_error_spans():
     assert tools["wedge"].status == "error" and "no tool named" in tools["wedge"].error
 
 
+def test_a_call_a_hook_answers_without_running_gets_an_instant_span():
+    @attrs.define
+    class Caddie(bandoneon.Plugin):
+        name: ClassVar[str] = "caddie"
+
+        @bandoneon.hookimpl
+        def before_tool_execution(self, call):
+            return bandoneon.Respond("the caddie says: 3 meters") if call.name == "putt" else None
+
+    agent, tracing = traced(ScriptedModel(call("putt", meters=3), "Holed out"), plugins=[Caddie()])
+    agent.run_sync("Hole 1")
+    (turn, _) = by_kind(tracing.memory.last, "turn")
+    (tool,) = by_kind(tracing.memory.last, "tool")
+    assert tool.status == "ok" and tool.parent_id == turn.span_id and tool.duration == 0
+    assert tool.attributes["bandoneon.tool.arguments"] == '{"meters": 3}'
+
+
 @attrs.define
 class RetryOnce(bandoneon.Plugin):
     name: ClassVar[str] = "retry_once"
@@ -303,6 +320,22 @@ def test_a_kept_trace_does_not_keep_a_redacting_agent_alive():
     assert gone() is None
     (run,) = by_kind(tracing.memory.last, "run")
     assert run.attributes["bandoneon.prompt"] == "[NAME] plays hole 1"
+
+
+def test_an_unread_kept_trace_keeps_no_agent_alive():
+    """A trace nobody read yet holds its runs' events, not the agent, its history or its provider."""
+    import gc
+    import weakref
+
+    agent, tracing = traced(ScriptedModel(call("putt", meters=3), "Holed out"))
+    agent.run_sync("Hole 1")
+    gone, provider = weakref.ref(agent), weakref.ref(agent.provider)
+    del agent
+    gc.collect()
+    assert gone() is None and provider() is None
+    (kept,) = tracing.memory._kept
+    assert kept._spans is None  # not built yet
+    assert [s.kind for s in kept] == ["run", "turn", "model", "tool", "turn", "model"]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
