@@ -243,12 +243,20 @@ def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
 
 
 def _not_a_coroutine(result: Any, impl: _Impl, hook: str) -> Any:
-    """``result``, unless a plain function returned a coroutine where its hook is answered on the
-    spot (a hook declared sync, or a run's all-sync hook): refused, naming the plugin."""
+    """``result``, unless a plain function answered a coroutine where nothing can await it (a
+    hook declared sync): refused, naming the plugin."""
     if isinstance(result, types.CoroutineType):
         result.close()
         raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async (it returned a coroutine)", plugin=impl.plugin, hook=hook)
     return result
+
+
+def _resumed(impl: _Impl, waiting: Any, impls: tuple[_Impl, ...]) -> tuple[_Impl, ...]:
+    """The calls ``_run`` has left when ``impl``, called on the spot by ``now``, answered the
+    coroutine ``waiting``: awaiting it (as if ``impl`` were async, so errors name it), then
+    the implementations after ``impl``."""
+    pending = _Impl(impl.plugin, lambda: waiting, -1, 0, None, (), (), True)
+    return (pending, *impls[impls.index(impl) + 1 :])
 
 
 def _start(impl: _Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, ...]) -> Any:
@@ -487,7 +495,7 @@ class Hooks:
     async def _invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call one implementation as pluggy would, await it if it is async, name it in errors."""
         result = _start(impl, hook, kwargs, self.plugins)
-        return await self._finish(impl, hook, result) if impl.is_async else result
+        return await self._finish(impl, hook, result) if impl.is_async or type(result) is types.CoroutineType else result
 
     @staticmethod
     async def _finish(impl: _Impl, hook: str, awaitable: Any) -> Any:
@@ -521,22 +529,26 @@ class Hooks:
         """Call ``hook`` with ``kwargs`` (its arguments by name), as ``call`` does: the answer,
         worked out right here when every implementation is a plain function and calls are not
         measured (most hook calls of a run: no coroutine each); otherwise the coroutine that
-        works it out. No hook answers a coroutine, so the loop tells the two apart with
-        ``if type(answer) is CoroutineType: answer = await answer``. Hooks declared sync are
-        always answered here (their implementations are plain functions, never measured)."""
+        works it out (also when a plain function answers a coroutine: it has to wait, and the
+        rest of the calls wait with it). No hook's answer is a coroutine, so the loop tells the
+        two apart with ``if type(answer) is CoroutineType: answer = await answer``. Hooks
+        declared sync are always answered here; a coroutine from one of them is refused."""
         if hook not in self._now:
             return self._run(hook, kwargs)
         style = self._styles[hook]
         calls = style.calls
         plugins = self.plugins
+        impls = self._impls[hook]
         results: list[Any] | None = [] if calls is _COLLECTING else None
-        for impl in self._impls[hook]:
+        for impl in impls:
             try:
                 result = _start(impl, hook, kwargs, plugins)
                 if result is None:
                     continue
                 if type(result) is types.CoroutineType:
-                    _not_a_coroutine(result, impl, hook)
+                    if style.is_sync:
+                        _not_a_coroutine(result, impl, hook)
+                    return self._run(hook, kwargs, _resumed(impl, result, impls), results)
             except PluginError as exc:
                 if calls is not _OBSERVING:
                     raise
@@ -559,18 +571,23 @@ class Hooks:
             raise PluginError(f"no active or installed plugin declares a hook named {hook!r}", hook=hook)
         return style
 
-    async def _run(self, hook: str, kwargs: dict[str, Any]) -> Any:
+    async def _run(self, hook: str, kwargs: dict[str, Any], impls: tuple[_Impl, ...] | None = None, results: list[Any] | None = None) -> Any:
+        """Call every implementation of ``hook`` in order, awaiting what has to wait: an async
+        one's answer, or a coroutine a plain function answered. From ``now``, ``impls`` and
+        ``results`` are where it stopped: the implementations left and the answers so far."""
         style = self._styles[hook]
         calls = style.calls
         # Unmeasured (the default), a sync implementation is called without a coroutine of its
         # own: most hook calls of a run are sync, and a coroutine per call was the facade's cost.
         direct, plugins = self._direct, self.plugins
-        results: list[Any] | None = [] if calls is _COLLECTING else None
-        for impl in self._impls[hook]:
+        if impls is None:
+            impls = self._impls[hook]
+            results = [] if calls is _COLLECTING else None
+        for impl in impls:
             try:
                 if direct:
                     result = _start(impl, hook, kwargs, plugins)
-                    if impl.is_async:
+                    if impl.is_async or type(result) is types.CoroutineType:
                         try:  # awaited here, not in _finish: one coroutine less per async call
                             result = await result
                         except Exception as exc:
@@ -637,7 +654,7 @@ class Hooks:
         for impl in self._impls["check_answer"]:
             if direct:  # as in _run: a sync implementation is called without a coroutine
                 verdict = _start(impl, "check_answer", kwargs, plugins)
-                if impl.is_async:
+                if impl.is_async or type(verdict) is types.CoroutineType:
                     verdict = await Hooks._finish(impl, "check_answer", verdict)
             else:
                 verdict = await self._invoke(impl, "check_answer", kwargs)

@@ -5,8 +5,10 @@ Each spec declares how it is called (``@hookspec(Calls.FIRST)``...); the facade
 meta-tests read that declaration. What the styles mean:
 
 - Implementations may be plain functions or ``async def``; the core awaits what needs
-  awaiting. ``sync`` hooks run outside the event loop: an ``async def`` implementation is
-  refused when the plugin is registered.
+  awaiting, including a coroutine a plain function answers (a hook that only sometimes has to
+  wait: no coroutine per call the rest of the time). ``sync`` hooks run outside the event
+  loop: an ``async def`` implementation is refused when the plugin is registered, and a
+  coroutine answered by a plain one when it is called.
 - *First answer* hooks take the first non-None answer in call order and do not call the
   rest. They are deliberately **not** pluggy ``firstresult`` hooks: a coroutine is never None,
   so pluggy could not tell "no answer" from "an answer still to be awaited".

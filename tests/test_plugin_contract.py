@@ -421,14 +421,64 @@ def test_sync_and_async_implementations_answer_alike_in_the_same_order(kinds, me
     assert calls[:4] == [f"{second}:system_prompt_sections", f"{first}:system_prompt_sections", f"{second}:before_provider_call", f"{first}:before_provider_call"]
 
 
-def test_a_plain_function_that_returns_a_coroutine_is_refused_naming_its_plugin():
-    async def later():
-        return None
+@pytest.mark.parametrize("measured", [False, True], ids=["unmeasured", "measured"])
+def test_a_plain_function_may_answer_a_coroutine_when_it_has_to_wait(measured):
+    calls: list[str] = []
 
-    class Sneaky:
+    async def waited(tag):
+        calls.append(f"{tag} waited")
+        return f"[{tag}]"
+
+    class Sometimes:
+        name = "sometimes"
+
+        @hookimpl
+        def system_prompt_sections(self, run):
+            calls.append("sometimes")
+            return waited("sometimes") if run.turn == 1 else "[sometimes, at once]"
+
+    class After:
+        name = "after"
+
+        @hookimpl(trylast=True)
+        def system_prompt_sections(self, run):
+            calls.append("after")
+            return "[after]"
+
+    model = ScriptedModel(call("ping"), "done")
+    agent = agent_with(After(), Sometimes(), model=model, system_prompt="base")
+    if measured:
+        agent.profile_hooks()
+    agent.run_sync("go")
+    assert [r.system_prompt for r in model.requests] == ["base\n\n[sometimes]\n\n[after]", "base\n\n[sometimes, at once]\n\n[after]"]
+    assert calls == ["sometimes", "sometimes waited", "after", "sometimes", "after"]
+
+
+def test_a_failure_in_a_coroutine_a_plain_function_answered_names_its_plugin():
+    async def broken():
+        raise ValueError("no luck")
+
+    class Waits:
+        name = "waits"
+
         @hookimpl
         def before_turn(self, run):
+            return broken()
+
+    with pytest.raises(PluginError, match="waits.*before_turn.*no luck"):
+        agent_with(Waits()).run_sync("go")
+
+
+def test_a_coroutine_from_a_plain_function_of_a_sync_hook_is_refused_naming_its_plugin():
+    async def later():
+        return []
+
+    class Eager:
+        name = "eager"
+
+        @hookimpl
+        def register_tools(self, agent):
             return later()
 
-    with pytest.raises(PluginError, match="sneaky.*before_turn must not be async"):
-        agent_with(Sneaky()).run_sync("go")
+    with pytest.raises(PluginError, match="eager.*register_tools must not be async"):
+        agent_with(Eager())

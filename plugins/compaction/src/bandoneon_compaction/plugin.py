@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Coroutine
 from typing import Any, ClassVar
 
 import attrs
@@ -82,15 +83,22 @@ class Compaction(bandoneon.Plugin):
         return window or self.window or None
 
     @bandoneon.hookimpl
-    async def compact_history(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, window: int | None) -> bandoneon.Compacted | None:
+    def compact_history(
+        self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, window: int | None
+    ) -> Coroutine[Any, Any, bandoneon.Compacted | None] | None:
+        """None when the request fits (every request but a few: answered on the spot, no
+        coroutine); otherwise the coroutine that shrinks the history (a summary waits on the model)."""
         budget = self.budget(window)
         if budget is None:
             self._warn_unknown(run)
             return None
         limit = int(budget * self.threshold)
-        count = self._counter
         if self._fits(run, request, limit):
             return None
+        return self._compacted(run, request, limit, budget)
+
+    async def _compacted(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int, budget: int) -> bandoneon.Compacted | None:
+        count = self._counter
 
         def keeps_result(tool_name: str | None) -> bool:
             found = run.tools.get(tool_name) if tool_name else None

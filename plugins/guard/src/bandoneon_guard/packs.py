@@ -13,7 +13,7 @@ and what is enforced is exactly what ``bandoneon policy show`` prints.
 from __future__ import annotations
 
 import importlib.resources
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, ClassVar
 
 import attrs
@@ -87,10 +87,12 @@ class PolicyPack(bandoneon.Plugin):
 
     # tryfirst: a policy refuses before a person is asked and before any other plugin decides.
     @bandoneon.hookimpl(tryfirst=True)
-    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
+    def before_tool_execution(
+        self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]
+    ) -> Coroutine[Any, Any, bandoneon.Refuse | bandoneon.Respond | None] | None:
         if self._enforcer is None or not self._enforcer.rules_for(tool.name):
-            return None
-        return await self._enforcer.before_tool(run, call, tool, arguments)
+            return None  # most tools: no rule, answered at once
+        return self._enforcer.before_tool(run, call, tool, arguments)  # a rule may ask a person: waits
 
     # tryfirst: redaction before anything else rewrites or marks the text.
     @bandoneon.hookimpl(tryfirst=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, ClassVar
 
 import attrs
@@ -114,10 +114,12 @@ class Guard(bandoneon.Plugin):
         self._enforcer.check_trifecta(agent, tools, self.policy.trifecta or "warn")
 
     @bandoneon.hookimpl(tryfirst=True)
-    async def before_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
-        if not self._enforcer.rules_for(tool.name):  # most tools: no rule, no second coroutine
+    def before_tool_execution(
+        self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]
+    ) -> Coroutine[Any, Any, bandoneon.Refuse | bandoneon.Respond | None] | None:
+        if not self._enforcer.rules_for(tool.name):  # most tools: no rule, answered at once
             return None
-        return await self._enforcer.before_tool(run, call, tool, arguments)
+        return self._enforcer.before_tool(run, call, tool, arguments)  # a rule may ask a person: waits
 
     # trylast: marking must be the last rewrite, after every redaction (other plugins' and
     # policy packs' run tryfirst); this one hook redacts first, then marks.

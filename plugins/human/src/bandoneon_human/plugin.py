@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, ClassVar
@@ -130,10 +130,17 @@ class Human(bandoneon.Plugin):
         return bool(self.approve) and any(fnmatch.fnmatchcase(tool.name, pattern) for pattern in self.approve)
 
     @bandoneon.hookimpl
-    async def before_tool_execution(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
+    def before_tool_execution(
+        self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]
+    ) -> bandoneon.Refuse | Coroutine[Any, Any, bandoneon.Refuse | bandoneon.Respond | None] | None:
         state = self._state(run)
         if call.id in state["cancelled"]:
             return bandoneon.Refuse(f"Cancelled before it ran: the person interrupted (their correction is in another result of this turn); {call.name} did not run.")
+        if call.id not in state["answered"] and not self._corrections and not self.needs_approval(tool):
+            return None  # nothing decided, nobody steering, no approval: answered at once
+        return self._decided(run, call, tool, arguments)
+
+    async def _decided(self, run: RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
         settled = await self._settled(run, call)
         if settled is not _NOT_ANSWERED:
             return settled

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from collections.abc import Coroutine
 from typing import Any, ClassVar
 
 import attrs
@@ -84,10 +85,13 @@ class McpPlugin(bandoneon.Plugin):
             return None
 
     @bandoneon.hookimpl
-    async def before_run(self, run: bandoneon.RunContext) -> None:
+    def before_run(self, run: bandoneon.RunContext) -> Coroutine[Any, Any, None] | None:
         """An agent closed earlier and run again takes its servers back."""
         if not self.servers:
-            return  # installed, nothing configured: a run pays nothing for it
+            return None  # installed, nothing configured: a run pays nothing for it
+        return self._take_servers(run)
+
+    async def _take_servers(self, run: bandoneon.RunContext) -> None:
         if run.agent not in self._leases:
             lease = self._lease(run.agent)
             for server_name, server in self.servers.items():
@@ -99,9 +103,8 @@ class McpPlugin(bandoneon.Plugin):
         await self._refresh(run)
 
     @bandoneon.hookimpl
-    async def before_turn(self, run: bandoneon.RunContext) -> None:
-        if run.turn > 1 and self.servers:
-            await self._refresh(run)
+    def before_turn(self, run: bandoneon.RunContext) -> Coroutine[Any, Any, None] | None:
+        return self._refresh(run) if run.turn > 1 and self.servers else None
 
     @bandoneon.hookimpl
     async def agent_closed(self, agent: bandoneon.Agent) -> None:
