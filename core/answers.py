@@ -3,6 +3,8 @@ it (accepted, rewritten, or sent back), for an answering turn and for a wrap-up.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Coroutine
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -48,18 +50,30 @@ def count_invalid(run: RunContext, rounds: Rounds, problem: str) -> Stop | None:
     return None
 
 
-async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | None:
-    """Pass the answer through ``check_answer``: keep a rewrite, or send it back (None: go on)."""
+def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | None | Coroutine[Any, Any, Stop | None]:
+    """Pass the answer through ``check_answer``: keep a rewrite, or send it back (None: go on).
+    Answered on the spot when no check has to wait (as ``Hooks.now``); otherwise a coroutine."""
     text = final_text(run, stop)
     answer = FinalAnswer(text, run.loop_state.output if run.output is not None else text, stop.reason, stop.answer)
-    verdict = await run.agent.hooks.check_answer(run, answer)
+    verdict = run.agent.hooks.judge(run, answer)
+    if type(verdict) is CoroutineType:
+        return _judged_later(run, stop, rounds, answer, verdict)
+    return _judged(run, stop, rounds, answer, verdict)
+
+
+async def _judged_later(run: RunContext, stop: Stop, rounds: Rounds, answer: FinalAnswer, verdict: Awaitable[FinalAnswer | SendBack]) -> Stop | None:
+    judged: Any = _judged(run, stop, rounds, answer, await verdict)
+    return await judged if type(judged) is CoroutineType else judged  # type: ignore[no-any-return]
+
+
+def _judged(run: RunContext, stop: Stop, rounds: Rounds, answer: FinalAnswer, verdict: FinalAnswer | SendBack) -> Stop | None | Coroutine[Any, Any, None]:
     if isinstance(verdict, SendBack):
         rounds.sent_back += 1
         if rounds.sent_back > run.agent.max_send_backs:
             return Stop("answer_refused", f"the answer was sent back {rounds.sent_back} times; the last reason: {verdict.reason}")
         run.append(Message.user(verdict.reason))
         if run.wants_events and (delivering := run._emit(run, AnswerSentBack(run.run_id, run.turn, verdict.reason))) is not None:
-            await delivering
+            return _none_after(delivering)
         return None
     if verdict is not answer and verdict != answer:  # unchanged is the common case: no field-by-field compare
         try:
@@ -67,6 +81,10 @@ async def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | No
         except OutputInvalid as exc:
             return Stop("invalid_output", f"the answer as check_answer rewrote it does not fit the output type: {exc}")
     return stop
+
+
+async def _none_after(delivering: Awaitable[None]) -> None:
+    await delivering
 
 
 def rewritten(run: RunContext, before: FinalAnswer, after: FinalAnswer) -> FinalAnswer:

@@ -259,6 +259,16 @@ def _resumed(impl: _Impl, waiting: Any, impls: tuple[_Impl, ...]) -> tuple[_Impl
     return (pending, *impls[impls.index(impl) + 1 :])
 
 
+def _sends_back(verdict: object, impl: _Impl) -> bool:
+    """Whether ``check_answer``'s non-None ``verdict`` sends the answer back (else it is the
+    rewritten answer); anything but a ``SendBack`` or a ``FinalAnswer`` is refused, naming ``impl``."""
+    if isinstance(verdict, SendBack):
+        return True
+    if not isinstance(verdict, FinalAnswer):
+        raise PluginError(f"plugin {impl.plugin!r}: check_answer must return None, a FinalAnswer or SendBack, got {verdict!r}", plugin=impl.plugin, hook="check_answer")
+    return False
+
+
 def _start(impl: _Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, ...]) -> Any:
     """Call ``impl`` with the arguments it names (after the agent's instance of its plugin, for a
     shared function): its result, or the awaitable of an async one. The one place an
@@ -646,27 +656,43 @@ class Hooks:
     def wrap_up(self, run: RunContext, stop: Stop) -> Awaitable[Message | None]:
         return self._run("wrap_up", {"run": run, "stop": stop})
 
-    async def check_answer(self, run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack:
+    def check_answer(self, run: RunContext, answer: FinalAnswer) -> Awaitable[FinalAnswer | SendBack]:
         """Chained rewrites of the answer (as the spec declares); the first ``SendBack`` ends the
         chain, which the generic chained call cannot express, and a wrong answer type names its plugin."""
+        return self._check_answer(answer, {"run": run, "answer": answer}, self._impls["check_answer"])
+
+    def judge(self, run: RunContext, answer: FinalAnswer) -> Any:
+        """``check_answer`` as ``now`` calls a hook: the verdict on the spot when every
+        implementation is a plain function answering at once and calls are not measured;
+        otherwise the coroutine that works it out."""
+        impls = self._impls["check_answer"]
         kwargs: dict[str, Any] = {"run": run, "answer": answer}
+        if "check_answer" not in self._now:
+            return self._check_answer(answer, kwargs, impls)
+        plugins = self.plugins
+        for impl in impls:
+            verdict = _start(impl, "check_answer", kwargs, plugins)
+            if verdict is None:
+                continue
+            if type(verdict) is types.CoroutineType:
+                return self._check_answer(kwargs["answer"], kwargs, _resumed(impl, verdict, impls))
+            if _sends_back(verdict, impl):
+                return verdict
+            kwargs["answer"] = verdict
+        return kwargs["answer"]
+
+    async def _check_answer(self, answer: FinalAnswer, kwargs: dict[str, Any], impls: tuple[_Impl, ...]) -> FinalAnswer | SendBack:
         direct, plugins = self._direct, self.plugins
-        for impl in self._impls["check_answer"]:
+        for impl in impls:
             if direct:  # as in _run: a sync implementation is called without a coroutine
                 verdict = _start(impl, "check_answer", kwargs, plugins)
                 if impl.is_async or type(verdict) is types.CoroutineType:
                     verdict = await Hooks._finish(impl, "check_answer", verdict)
             else:
                 verdict = await self._invoke(impl, "check_answer", kwargs)
-            if isinstance(verdict, SendBack):
-                return verdict
             if verdict is not None:
-                if not isinstance(verdict, FinalAnswer):
-                    raise PluginError(
-                        f"plugin {impl.plugin!r}: check_answer must return None, a FinalAnswer or SendBack, got {verdict!r}",
-                        plugin=impl.plugin,
-                        hook="check_answer",
-                    )
+                if _sends_back(verdict, impl):
+                    return verdict  # type: ignore[no-any-return]  # a SendBack
                 answer = kwargs["answer"] = verdict
         return answer
 

@@ -191,7 +191,8 @@ async def _turns(run: RunContext) -> Stop:
             raise asyncio.CancelledError
         stop = await _turn(run, rounds)
         if stop is not None and stop.is_answer and hooks.implements(hookspecs.check_answer):
-            stop = await check_answer(run, stop, rounds)
+            judged: Any = check_answer(run, stop, rounds)
+            stop = await judged if type(judged) is CoroutineType else judged
         if stop is not None:
             return stop
 

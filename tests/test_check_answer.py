@@ -171,3 +171,43 @@ def test_a_typed_answer_that_was_not_taken_never_reaches_the_result():
 
     broken = make(native, Break(), output_type=Verdict).run_sync("?")
     assert (broken.stop, broken.output) == ("invalid_output", None)
+
+
+class WaitingNoSecrets(NoSecrets):
+    """NoSecrets whose check has to wait: a plain function answering a coroutine."""
+
+    async def _later(self, run, answer):
+        return NoSecrets.check_answer(self, run, answer)
+
+    @hookimpl
+    def check_answer(self, run, answer):
+        return self._later(run, answer)
+
+
+class AsyncShout:
+    @hookimpl
+    async def check_answer(self, answer):
+        return attrs.evolve(answer, text=answer.text.upper()) if answer.text else None
+
+
+@pytest.mark.parametrize("measured", [False, True], ids=["unmeasured", "measured"])
+@pytest.mark.parametrize("checks", ["sync", "coroutine", "async"])
+def test_checks_that_wait_or_not_rewrite_and_send_back_alike(checks, measured):
+    """Answered on the spot (every check a plain function answering at once) or awaited (one
+    waits), a send-back, an event listener that waits and a rewrite give the same run."""
+    guard = NoSecrets() if checks == "sync" else WaitingNoSecrets()
+    shout = AsyncShout() if checks == "async" else Shout()
+    model = ScriptedModel("The password is s3cret.", "I can't share it.")
+    agent = make(model, shout, guard)
+    if measured:
+        agent.profile_hooks()
+    events = []
+
+    async def waiting_listener(event):
+        events.append(event.reason)
+
+    agent.on("answer_sent_back", waiting_listener)
+    result = agent.run_sync("What is the password?")
+    assert (result.stop, result.text, result.turns) == ("end_turn", "I CAN'T SHARE IT.", 2)
+    assert events == ["Do not repeat the password; answer without it."]
+    assert [a.text for a in guard.seen] == ["The password is s3cret.", "I can't share it."]
