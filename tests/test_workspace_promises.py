@@ -90,6 +90,14 @@ def test_every_public_name_resolves_and_is_listed_by_dir_even_before_its_module_
     assert not hasattr(bandoneon, "no_such_name")
 
 
+def test_every_core_event_is_a_public_name_of_bandoneon():
+    """The deferred names of ``bandoneon/__init__.py`` list the events by hand (importing the
+    events module to read them would load it): a new event must be added there too."""
+    import bandoneon.events
+
+    assert set(bandoneon.events.__all__) <= set(bandoneon.__all__)
+
+
 # ---------------------------------------------------------------- the pytest11 fixtures
 
 
