@@ -482,3 +482,83 @@ def test_a_coroutine_from_a_plain_function_of_a_sync_hook_is_refused_naming_its_
 
     with pytest.raises(PluginError, match="eager.*register_tools must not be async"):
         agent_with(Eager())
+
+
+# ---------------------------------------------------------------- events
+# Observers taking ``(run, event)`` are called straight (``Hooks.deliver``'s fast path); the
+# others through ``now``. Order, isolation and waiting must be the same either way.
+
+
+def _observer(tag: str, heard: list[str], *, shape: str = "run, event", fails: bool = False, waits: bool = False):
+    async def waited(event):
+        heard.append(f"{tag} waited {event.name}")
+
+    def hear(event):
+        heard.append(f"{tag} {event.name}")
+        if fails:
+            raise RuntimeError(f"{tag} is broken")
+        return waited(event) if waits and event.name == "turn_start" else None
+
+    if shape == "run, event":
+
+        class Observer:
+            name = tag
+
+            @hookimpl
+            def on_event(self, run, event):
+                return hear(event)
+
+    else:
+
+        class Observer:  # type: ignore[no-redef]
+            name = tag
+
+            @hookimpl
+            def on_event(self, event):
+                return hear(event)
+
+    return Observer()
+
+
+@pytest.mark.parametrize("measured", [False, True], ids=["unmeasured", "measured"])
+@pytest.mark.parametrize("shape", ["run, event", "event"])
+def test_observers_hear_every_event_in_order_and_a_broken_one_is_only_logged(shape, measured, caplog):
+    heard: list[str] = []
+    observers = [_observer("last", heard, shape=shape), _observer("broken", heard, fails=True), _observer("first", heard)]
+    agent = agent_with(*observers)
+    if measured:
+        agent.profile_hooks()
+    assert agent.run_sync("go").text == "done"
+    starts = [entry for entry in heard if entry.endswith(" run_start")]
+    assert starts == ["first run_start", "broken run_start", "last run_start"]  # later-registered first
+    assert sum(entry.startswith("last ") for entry in heard) == sum(entry.startswith("first ") for entry in heard) > 10
+    assert "plugin 'broken' failed in on_event: RuntimeError: broken is broken" in caplog.text
+
+
+@pytest.mark.parametrize("measured", [False, True], ids=["unmeasured", "measured"])
+def test_an_observer_that_has_to_wait_is_awaited_before_the_next_one_hears_the_event(measured):
+    heard: list[str] = []
+    agent = agent_with(_observer("second", heard), _observer("first", heard, waits=True))
+    if measured:
+        agent.profile_hooks()
+    agent.run_sync("go")
+    at_turn = heard.index("first turn_start")
+    assert heard[at_turn : at_turn + 3] == ["first turn_start", "first waited turn_start", "second turn_start"]
+
+
+def test_agents_of_one_observer_class_each_hear_on_their_own_instance():
+    class Counter:
+        name = "counter"
+
+        def __init__(self):
+            self.runs = 0
+
+        @hookimpl
+        def on_event(self, run, event):
+            self.runs += event.name == "run_end"
+
+    first, second = Counter(), Counter()
+    agent_with(first).run_sync("go")
+    agent_with(second).run_sync("go")
+    agent_with(second).run_sync("go")
+    assert (first.runs, second.runs) == (1, 2)
