@@ -374,6 +374,14 @@ class Agent(Generic[DepsT, OutputT]):
         return _redacted(value, lambda text: self.hooks.redact_text(self, text))
 
     @property
+    def text_redaction(self) -> Callable[[str], str] | None:
+        """``redact`` for one string, as a function that holds the rules' plugins but not the
+        agent: for a store that redacts later, after the agent may be gone (tracing redacts a
+        trace when it is first read). None when some rule takes the agent (its ``redact_text``
+        names ``agent``): such a store must redact now, with ``redact``."""
+        return self.hooks.text_redaction
+
+    @property
     def plugins(self) -> tuple[object, ...]:
         """The active plugin instances, in registration order."""
         return self.hooks.plugins

@@ -437,7 +437,11 @@ class Hooks:
         #: The hooks ``now`` answers on the spot: every all-sync hook, unmeasured; measured,
         #: only those declared sync (they are never measured).
         self._now = plan.sync_hooks
-        self._sinks = self._event_sinks()
+        self._sinks = self._straight("on_event", ("run", "event"))
+        #: Every ``redact_text`` rule as one function of the text, when no rule takes the agent:
+        #: it holds the rules' plugins, not the agent, so a store may keep it and redact later
+        #: (``Agent.text_redaction``). The hook is declared sync, so it is never measured.
+        self.text_redaction: Callable[[str], str] | None = self._text_redaction()
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -451,7 +455,7 @@ class Hooks:
         self._profile = profile
         self._direct = timeout is None and profile is None
         self._now = self._sync_hooks if self._direct else frozenset(h for h in self._sync_hooks if self._styles[h].is_sync)
-        self._sinks = self._event_sinks()
+        self._sinks = self._straight("on_event", ("run", "event"))
         if self._direct:
             self.__dict__.pop("_invoke", None)
         else:
@@ -493,7 +497,7 @@ class Hooks:
         ``_run``: a plugin's failure is logged, never raised.
 
         Events are the most frequent hook call, so when every implementation takes ``(run,
-        event)`` each is called straight (``_sinks``), without ``now``'s arguments dict and
+        event)`` each is called straight (``_straight``), without ``now``'s arguments dict and
         ``_start``'s argument picking: two frames less per event and observer."""
         sinks = self._sinks
         if sinks is None:
@@ -512,20 +516,37 @@ class Hooks:
                 return self._run("on_event", {"run": run, "event": event}, _resumed(impl, result, self._impls["on_event"]))
         return None
 
-    def _event_sinks(self) -> tuple[tuple[Callable[[RunContext | None, Event], Any], _Impl], ...] | None:
-        """Per ``on_event`` implementation, unmeasured and all plain functions taking ``(run,
-        event)``: the callable to call with them, and the implementation (``deliver``'s fast
-        path); None when any of that does not hold (``now`` then delivers)."""
-        if "on_event" not in self._now or self._styles["on_event"].is_sync:
+    def _straight(self, hook: str, argnames: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], _Impl], ...] | None:
+        """Per implementation of ``hook``, when they are all plain functions taking exactly
+        ``argnames`` and calls are unmeasured: the callable to call with those arguments (bound to
+        its plugin) and the implementation. None when any of that does not hold."""
+        if hook not in self._now:
             return None
-        impls = self._impls.get("on_event", ())
-        sinks = []
-        for impl in impls:
-            if impl.argnames != ("run", "event") or impl.kwargnames:
+        straight = []
+        for impl in self._impls.get(hook, ()):
+            if impl.argnames != argnames or impl.kwargnames:
                 return None
             function = impl.function if impl.position < 0 else types.MethodType(impl.function, self.plugins[impl.position])
-            sinks.append((function, impl))
-        return tuple(sinks)
+            straight.append((function, impl))
+        return tuple(straight)
+
+    def _text_redaction(self) -> Callable[[str], str] | None:
+        """``text_redaction`` (see ``__init__``), made once per registry."""
+        chain = self._straight("redact_text", ("text",))
+        if chain is None:
+            return None
+
+        def redact(text: str) -> str:
+            for function, impl in chain:
+                try:
+                    result = function(text)
+                except Exception as exc:
+                    _raise_named(exc, impl, "redact_text")
+                if result is not None:
+                    text = _not_a_coroutine(result, impl, "redact_text")
+            return text
+
+        return redact
 
     def implements(self, spec: Callable[..., Any]) -> bool:
         """Whether any active plugin implements the hook ``spec`` (a hookspec function)."""
@@ -753,6 +774,9 @@ class Hooks:
         self.now("check_tools", {"agent": agent, "tools": tools})
 
     def redact_text(self, agent: Agent[Any, Any], text: str) -> str:
+        redact = self.text_redaction
+        if redact is not None:  # stores call this for every string they keep: straight
+            return redact(text)
         answer: str = self.now("redact_text", {"agent": agent, "text": text})
         return answer
 

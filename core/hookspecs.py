@@ -278,6 +278,11 @@ def redact_text(agent: Agent, text: str) -> str | None:
     notes, trace spans, eval reports, audit records. The model and the tools are not affected
     (a tool still gets its real arguments); only what is kept is masked.
 
+    Leave ``agent`` out of the signature when the rule does not need it: a rule of the text
+    alone can be kept by a store that redacts later, after the agent is gone
+    (``Agent.text_redaction``; tracing redacts a trace when it is first read). A rule that
+    takes the agent makes such stores redact at once instead.
+
     :param agent: the agent whose rules apply.
     :param text: the text about to be stored (already masked by earlier implementations).
     :return: None to keep ``text`` as it is, or the masked text. Chained in call order

@@ -180,6 +180,73 @@ def test_redact_text_masks_what_stores_keep_and_chains_in_order():
     assert message.content == "Ana's PIN is 1234"  # the original is untouched
 
 
+class NoPins:
+    name = "no-pins"
+
+    @hookimpl
+    def redact_text(self, text):
+        return text.replace("1234", "****") if "1234" in text else None
+
+
+class NoCards:
+    name = "no-cards"
+
+    @hookimpl
+    def redact_text(self, text):
+        return text.replace("4111", "[card]")
+
+
+def test_text_redaction_is_the_agents_rules_as_a_function_that_keeps_no_agent():
+    import gc
+    import weakref
+
+    agent = agent_with(NoPins(), NoCards(), model=ScriptedModel())
+    redact = agent.text_redaction
+    assert redact is not None
+    assert redact("PIN 1234, card 4111") == agent.redact("PIN 1234, card 4111") == "PIN ****, card [card]"
+    gone = weakref.ref(agent)
+    del agent
+    gc.collect()
+    assert gone() is None and redact("PIN 1234") == "PIN ****"  # the rules outlive the agent
+
+
+def test_text_redaction_is_none_when_a_rule_takes_the_agent():
+    class NoNames:
+        @hookimpl
+        def redact_text(self, agent, text):
+            return text.replace("Ana", f"[name in {agent.name}]")
+
+    agent = agent_with(NoPins(), NoNames(), model=ScriptedModel())
+    assert agent.text_redaction is None
+    assert agent.redact("Ana: 1234") == "[name in agent]: ****"  # redact itself still applies every rule
+
+
+def test_a_failing_or_async_redaction_rule_is_an_error_naming_its_plugin():
+    class Broken:
+        name = "broken"
+
+        @hookimpl
+        def redact_text(self, text):
+            raise ValueError("no rules today")
+
+    class Waits:
+        name = "waits"
+
+        @hookimpl
+        def redact_text(self, text):
+            async def later():
+                return text
+
+            return later()
+
+    for plugin, error in ((Broken(), "broken.*redact_text.*no rules today"), (Waits(), "waits.*redact_text must not be async")):
+        agent = agent_with(NoPins(), plugin, model=ScriptedModel())
+        with pytest.raises(bandoneon.PluginError, match=error):
+            agent.redact("PIN 1234")
+        with pytest.raises(bandoneon.PluginError, match=error):
+            agent.text_redaction("PIN 1234")
+
+
 @pytest.mark.pack_free  # an installed pack redacts too: this test is about an agent with no rules
 def test_with_no_redaction_in_force_stores_get_the_value_itself():
     plain = agent_with(model=ScriptedModel())

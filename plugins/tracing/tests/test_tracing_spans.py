@@ -221,20 +221,46 @@ def test_the_agents_store_redaction_and_our_own_rules_apply_to_span_attributes()
     assert run.attributes["bandoneon.prompt"] == "[NAME] plays hole 1"
 
 
-def test_a_redacting_agents_trace_is_redacted_at_run_end_and_built_when_read():
-    """The agent's rules apply when the root run ends (errors and events included); the spans
-    themselves wait for a reader. Tracing's own operation names are not redacted."""
+class AgentNameGuard(bandoneon.Plugin):
+    """NameGuard with a rule that takes the agent: it cannot be kept without it."""
+
+    name: ClassVar[str] = "agent-guard"
+
+    @bandoneon.hookimpl
+    def redact_text(self, agent: bandoneon.Agent, text: str) -> str:
+        return text.replace("Astor", f"[NAME in {agent.name}]")
+
+
+def test_a_redacting_agents_trace_keeps_its_rules_and_is_redacted_and_built_when_read():
+    """Rules of the text alone (``agent.text_redaction``) are kept with the trace: nothing is
+    drafted or redacted when the run ends; whoever reads first gets redacted spans (errors and
+    events included). Tracing's own operation names are not redacted."""
     from bandoneon_tracing import Trace
 
     model = ScriptedModel(bandoneon.ServerError("Astor's card declined"), call("putt", meters=3), "Astor holed out")
     agent, tracing = traced(model, plugins=[NameGuard(), RetryOnce()], redact=["chat"])
     agent.run_sync("Astor plays hole 1")
     (kept,) = tracing.memory._kept
+    assert isinstance(kept, Trace) and kept._spans is None and not isinstance(kept._drafts, list)  # not even drafted
+    spans = list(kept)
+    assert "Astor" not in repr([(s.attributes, s.error, s.events) for s in spans])
+    assert "[NAME]'s card declined" in repr([s.events for s in spans])
+    assert {s.attributes["gen_ai.operation.name"] for s in spans if s.kind != "turn"} == {"invoke_agent", "chat", "execute_tool"}
+
+
+def test_a_rule_that_takes_the_agent_redacts_the_trace_when_the_run_ends_and_it_is_built_when_read():
+    from bandoneon_tracing import Trace
+
+    model = ScriptedModel(bandoneon.ServerError("Astor's card declined"), call("putt", meters=3), "Astor holed out")
+    agent, tracing = traced(model, plugins=[AgentNameGuard(), RetryOnce()])
+    agent.run_sync("Astor plays hole 1")
+    (kept,) = tracing.memory._kept
     assert isinstance(kept, Trace) and kept._spans is None  # redacted, not built
     assert "Astor" not in repr([(d.attributes, d.error, d.events) for d in kept._drafts])
     spans = list(kept)
     assert "Astor" not in repr([(s.attributes, s.error, s.events) for s in spans])
-    assert {s.attributes["gen_ai.operation.name"] for s in spans if s.kind != "turn"} == {"invoke_agent", "chat", "execute_tool"}
+    (run,) = by_kind(spans, "run")
+    assert run.attributes["bandoneon.prompt"] == "[NAME in agent] plays hole 1"
 
 
 def test_a_bad_redaction_regex_is_a_config_error_naming_it():
@@ -306,20 +332,21 @@ def test_a_trace_handed_to_an_exporter_or_kept_in_memory_shows_no_raw_text():
     assert [s.span_id for s in exported] == [s.span_id for s in tracing.memory.last]  # built once, shared
 
 
-def test_a_kept_trace_does_not_keep_a_redacting_agent_alive():
-    """A guard's rules are the agent's: its trace is built when the run ends, so the trace kept
-    in memory holds redacted spans, not the agent that could redact them later."""
+@pytest.mark.parametrize("guard", [NameGuard, AgentNameGuard])
+def test_a_kept_trace_does_not_keep_a_redacting_agent_alive(guard):
+    """Whether the agent's rules are kept with the trace (rules of the text alone) or applied
+    when the run ends (a rule that takes the agent), the kept trace does not hold the agent."""
     import gc
     import weakref
 
-    agent, tracing = traced(ScriptedModel("Astor holed out"), plugins=[NameGuard()])
+    agent, tracing = traced(ScriptedModel("Astor holed out"), plugins=[guard()])
     agent.run_sync("Astor plays hole 1")
     gone = weakref.ref(agent)
     del agent
     gc.collect()
     assert gone() is None
     (run,) = by_kind(tracing.memory.last, "run")
-    assert run.attributes["bandoneon.prompt"] == "[NAME] plays hole 1"
+    assert "Astor" not in run.attributes["bandoneon.prompt"] and run.attributes["bandoneon.prompt"].endswith("plays hole 1")
 
 
 def test_an_unread_kept_trace_keeps_no_agent_alive():

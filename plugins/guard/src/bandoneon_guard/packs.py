@@ -80,9 +80,13 @@ class PolicyPack(bandoneon.Plugin):
             enforcer.check_trifecta(agent, tools, enforcer.policy.trifecta or "off")
 
     @bandoneon.hookimpl
-    def redact_text(self, agent: bandoneon.Agent, text: str) -> str | None:
-        """What stores keep (sessions, memory, traces, eval reports, audit): the packs' redactions."""
-        enforcer = self._lead(agent)
+    def redact_text(self, text: str) -> str | None:
+        """What stores keep (sessions, memory, traces, eval reports, audit): the packs' redactions.
+
+        A rule of the text alone (the lead was found by ``check_tools``, which every agent calls
+        when it is built), so a store may keep it to redact later without the agent
+        (``Agent.text_redaction``)."""
+        enforcer = self._enforcer
         return enforcer.redact(text) if enforcer is not None else None
 
     # tryfirst: a policy refuses before a person is asked and before any other plugin decides.

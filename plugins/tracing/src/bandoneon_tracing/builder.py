@@ -46,7 +46,8 @@ class RunTrace:
     of its trace (one list for a root run and its subagents' runs), its trace's ``root`` run
     (None: this one), and the run's ``provider`` until the run ends, so each request asks it
     for its names only when it changed (a fallback). ``uses_agents`` (on the root) says some
-    run's rules include its agent's.
+    run's rules need its agent (a ``redact_text`` that takes it): the trace is then redacted
+    when the root run ends.
 
     Nothing refers back to it: the log's entries hold the facts, so a finished trace is freed
     as soon as nobody holds it, without waiting for the cycle collector."""
@@ -56,7 +57,7 @@ class RunTrace:
     facts: RunFacts
     provider: object
 
-    def __init__(self, run: bandoneon.RunContext, parent: RunTrace | None, redactor: Redactor):
+    def __init__(self, run: bandoneon.RunContext, parent: RunTrace | None, redactor: Redactor, uses_agent: bool):
         if parent is None:
             self.root: RunTrace | None = None
             self.log: Log = []
@@ -65,8 +66,8 @@ class RunTrace:
             self.root = parent.root or parent
             self.log = parent.log
             parent_facts, current_tool = parent.facts, _current_tool.get()
-        self.uses_agents = redactor.guard is not None
-        if self.uses_agents and self.root is not None:
+        self.uses_agents = uses_agent
+        if uses_agent and self.root is not None:
             self.root.uses_agents = True
         provider = self.provider = run.provider
         model, provider_name = _names(provider)
@@ -95,7 +96,7 @@ class SpanBuilder:
     redaction and ids wait until someone reads the trace, so recording stays off the agent's
     bill."""
 
-    __slots__ = ("_export", "clock", "hook_timing", "rules", "settings")
+    __slots__ = ("_export", "_last", "clock", "hook_timing", "rules", "settings")
 
     def __init__(
         self,
@@ -112,13 +113,27 @@ class SpanBuilder:
         self.settings = Settings(prices, capture_content)
         self.rules = rules
         self.clock = clock
+        self._last: tuple[Callable[[str], str], Redactor] | None = None
 
     def start_run(self, run: bandoneon.RunContext) -> RunTrace:
         parent: RunTrace | None = run.parent.stash.get(STATE_KEY) if run.parent is not None else None
         agent = run.agent
-        state = RunTrace(run, parent, self.rules.with_guard(agent.redact) if agent.redacts else self.rules)
+        if not agent.redacts:
+            state = RunTrace(run, parent, self.rules, False)
+        elif (rules := agent.text_redaction) is not None:  # the agent's rules, without the agent
+            state = RunTrace(run, parent, self._with(rules), False)
+        else:  # a rule takes the agent: the trace is redacted when its root run ends
+            state = RunTrace(run, parent, self.rules.with_guard(agent.redact), True)
         run.stash[STATE_KEY] = state
         return state
+
+    def _with(self, rules: Callable[[str], str]) -> Redactor:
+        """Tracing's rules plus an agent's, made once for the last agent rules seen (every run
+        of one agent, and of agents with the same plugins, has the same)."""
+        last = self._last
+        if last is None or last[0] is not rules:
+            last = self._last = (rules, self.rules.with_guard(rules))
+        return last[1]
 
     def finish(self, root: RunTrace) -> None:
         """The root run ended: its trace goes to the exporters."""
