@@ -39,7 +39,7 @@ from .answers import (
     wrapped_up_output,
 )
 from .deltas import DeltaForwarder
-from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn, Usage
+from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
 from .output import OUTPUT_TOOL, OutputInvalid
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
@@ -297,7 +297,8 @@ async def _build_request(run: RunContext) -> ModelRequest:
         output_schema=spec.schema if spec is not None and spec.mode == "native" else None,
     )
     if hooks.implements(hookspecs.compact_history):
-        window = await agent.context_window()
+        # The window once known, without a coroutine per request (compaction is a default plugin).
+        window = agent._configured_window or (agent._learned_window if agent._window_known else await agent.context_window())
         answer = hooks.now("compact_history", {"run": run, "request": request, "window": window})
         compacted: Compacted | None = await answer if type(answer) is CoroutineType else answer
         if compacted is not None:
@@ -350,11 +351,9 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
             continue
         run.usage = run.usage + reply.usage
         key = model_id(run.provider)
-        run.usage_by_model[key] = run.usage_by_model.get(key, _NO_USAGE) + reply.usage
+        earlier = run.usage_by_model.get(key)
+        run.usage_by_model[key] = reply.usage if earlier is None else earlier + reply.usage
         return reply
-
-
-_NO_USAGE = Usage()
 
 
 def model_id(provider: object) -> str:
