@@ -15,7 +15,7 @@ import logging
 import os
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
@@ -183,18 +183,27 @@ class Sessions(bandoneon.Plugin):
         durability = self.durability
         return _WRITING_AHEAD if durability == "run" else _AFTER_TURN if durability == "os" else _NONE
 
+    # The writing hooks are plain functions that answer a coroutine only when a flush has to
+    # wait on a worker thread (a slow disk): most runs never wait, and a coroutine per call
+    # cost more than the write's bookkeeping.
+
     @bandoneon.hookimpl(trylast=True)
-    async def before_tool_execution(self, run: bandoneon.RunContext) -> None:
+    def before_tool_execution(self, run: bandoneon.RunContext) -> Coroutine[Any, Any, None] | None:
         """Write-ahead: the turn's calls reach the session before any of them runs. trylast:
         called only for a call no other plugin refused or answered, so one that will run."""
         written = self._written
         transcript = run.transcript
         if written.count == len(transcript) and written.last is transcript[-1]:  # an earlier call of this turn wrote them
-            return
+            return None
         waiting = self._flush(run, sync=self.durability == "turn")
         if waiting is not None:
-            await waiting
+            return self._written_ahead(waiting)
         written.ahead = True
+        return None
+
+    async def _written_ahead(self, waiting: Awaitable[None]) -> None:
+        await waiting
+        self._written.ahead = True
 
     @bandoneon.hookimpl
     def tool_result_ready(self, run: bandoneon.RunContext, result: bandoneon.ToolResult) -> None:
@@ -226,35 +235,46 @@ class Sessions(bandoneon.Plugin):
             log.warning("session %r: the result of %s could not be written yet (%s); it goes with the next write", self.session_id, result.call.name, exc)
 
     @bandoneon.hookimpl
-    async def after_turn(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> None:
+    def after_turn(self, run: bandoneon.RunContext, turn: bandoneon.Turn) -> Awaitable[None] | None:
         """A turn with tool calls is in the session when it ends. An answer (no tool calls)
         waits for the end of its run, written with the run's usage: one write, not two.
         (Not called under ``"os"``: see ``unused_hooks``.)"""
         if not turn.has_tool_calls:
-            return
+            return None
         written = self._written
         # A turn whose calls were written ahead leaves only results (flushed with the next
         # write); calls no tool ran for (refused, cut off) are flushed now under "turn".
         waiting = self._flush(run, sync=self.durability == "turn" and not written.ahead)
         written.ahead = False
-        if waiting is not None:
-            await waiting
+        return waiting
 
     @bandoneon.hookimpl
-    async def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> None:
-        written = self._written
+    def after_run(self, run: bandoneon.RunContext, result: bandoneon.RunResult) -> Coroutine[Any, Any, None] | None:
         try:
             # Whatever the run left unflushed goes down now: its answer, or the results of a run
             # that ended right after its tools (a usage record alone never waits for the disk).
             waiting = self._flush(run, usage=result.usage, sync=self.durability != "os", only_if_needed=True)
-            if waiting is not None:
-                await waiting
+        except BaseException:
+            self._run_ended()
+            raise
+        if waiting is None:
+            self._run_ended()
+            return None
+        return self._ended_after(waiting)
+
+    async def _ended_after(self, waiting: Awaitable[None]) -> None:
+        try:
+            await waiting
         finally:
-            written.ahead = False
-            written.early.clear()
-            if written.writing:
-                written.writing = False
-                _WRITING.runs -= 1
+            self._run_ended()
+
+    def _run_ended(self) -> None:
+        written = self._written
+        written.ahead = False
+        written.early.clear()
+        if written.writing:
+            written.writing = False
+            _WRITING.runs -= 1
 
     def _flush(self, run: bandoneon.RunContext, *, sync: bool, usage: bandoneon.Usage | None = None, only_if_needed: bool = False) -> Awaitable[None] | None:
         """Write what the transcript holds beyond what was written; ``sync``: flush it to disk.
