@@ -20,7 +20,7 @@ import bandoneon
 from .marking import UNTRUSTED_PROMPT, mark_untrusted
 from .policy import Policy
 from .rules import Redaction, Rule
-from .screen import Screen
+from .screen import Screen, screen_of
 from .trifecta import TrifectaWarning, is_untrusted, trifecta_legs, trifecta_message
 
 __all__ = ["Enforcer"]
@@ -113,7 +113,7 @@ class Enforcer:
         found = self._plans.get(tool_name)
         if found is None:
             chosen = tuple(r for r in self._policy.redactions if tool_name is None or r.applies_to(tool_name))
-            found = self._plans[tool_name] = (chosen, Screen(chosen))
+            found = self._plans[tool_name] = (chosen, screen_of(chosen))
         return found
 
     def _is_untrusted(self, tool: bandoneon.Tool) -> bool:

@@ -11,13 +11,14 @@ joined, the screen lets everything through to the patterns one by one.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from .rules import Redaction
 
-__all__ = ["Screen", "required_texts"]
+__all__ = ["Screen", "required_texts", "screen_of"]
 
 # re's parser, public enough to be stable across 3.11+ (``sre_parse`` before it was moved).
 try:
@@ -103,10 +104,12 @@ def _required(items: Any) -> frozenset[str] | None:
     return best
 
 
+@functools.lru_cache(maxsize=1024)
 def required_texts(pattern: str) -> frozenset[str] | None:
     """Texts one of which every match of ``pattern`` contains (``sk-ant-``, ``AKIA``, ``://``),
     or None when there are none to rely on (a case-insensitive pattern, or only classes and
-    repeats such as ``\\d{8}``)."""
+    repeats such as ``\\d{8}``). Remembered per pattern: every agent a policy pack or a guard
+    is built for screens the same patterns, and parsing one costs more than running the agent."""
     try:
         parsed = _sre_parse.parse(pattern)
         if parsed.state.flags & re.IGNORECASE:
@@ -150,6 +153,13 @@ class Screen:
         if self._rest_one_by_one:
             return True
         return self._rest is not None and self._rest.search(text) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def screen_of(redactions: tuple[Redaction, ...]) -> Screen:
+    """The screen for ``redactions``, made once per set of them (equal redactions, equal
+    screen): every agent a guard or a policy pack is built for asks for the same ones."""
+    return Screen(redactions)
 
 
 def _joined(redactions: list[Redaction]) -> tuple[re.Pattern[str] | None, bool]:
