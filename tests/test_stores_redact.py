@@ -83,3 +83,27 @@ def test_an_eval_report_holds_the_masked_output(tmp_path):
     report.write_json(tmp_path / "report.json")
     assert_clean("eval report", (tmp_path / "report.json").read_text())
     assert_clean("eval report", report.markdown())
+
+
+def test_a_kept_trace_keeps_the_packs_and_guards_rules_not_the_agent_and_is_masked_when_read():
+    """The pack's and the guard's rules take the text alone, so a trace keeps them (not the
+    agent) and is drafted, masked and built only when first read, after its agent is gone."""
+    import gc
+    import weakref
+
+    from bandoneon_guard import Guard
+    from bandoneon_tracing import Trace, Tracing
+
+    tracing = Tracing()
+    agent = bandoneon.Agent(ScriptedModel(f"Billing uses {KEY} for DNI {ID_NUMBER}."), plugins=[Guard(), tracing], context_files=False)
+    assert agent.text_redaction is not None
+    agent.run_sync(f"Set up billing for DNI {ID_NUMBER}, key {KEY}.")
+    gone = weakref.ref(agent)
+    del agent
+    gc.collect()
+    assert gone() is None
+    (kept,) = tracing.memory._kept
+    assert isinstance(kept, Trace) and kept._spans is None and not isinstance(kept._drafts, list)  # not drafted yet
+    text = repr([(span.attributes, span.events) for span in kept])
+    assert_clean("trace", text)
+    assert "DNI ***" in text and "[openai-key masked]" in text
