@@ -273,7 +273,8 @@ def _start(impl: _Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object
     """Call ``impl`` with the arguments it names (after the agent's instance of its plugin, for a
     shared function): its result, or the awaitable of an async one. The one place an
     implementation is called (a module function: the hot path of every hook call, where a
-    method lookup per call shows)."""
+    method lookup per call shows), but for ``now``'s plugin methods, the most frequent calls
+    of a run, which it makes inline in the same way (a frame less each)."""
     try:
         shape = impl.shape
         if shape:
@@ -608,7 +609,17 @@ class Hooks:
         results: list[Any] | None = [] if calls is _COLLECTING else None
         for impl in impls:
             try:
-                result = _start(impl, hook, kwargs, plugins)
+                shape = impl.shape
+                if shape and impl.position >= 0:  # a plugin's method (most): called here, no _start frame
+                    try:
+                        if shape == 1:
+                            result = impl.function(plugins[impl.position], impl.pick(kwargs))  # type: ignore[misc]
+                        else:
+                            result = impl.function(plugins[impl.position], *impl.pick(kwargs))  # type: ignore[misc]
+                    except Exception as exc:
+                        _raise_named(exc, impl, hook)
+                else:
+                    result = _start(impl, hook, kwargs, plugins)
                 if result is None:
                     continue
                 if type(result) is types.CoroutineType:

@@ -562,3 +562,53 @@ def test_agents_of_one_observer_class_each_hear_on_their_own_instance():
     agent_with(second).run_sync("go")
     agent_with(second).run_sync("go")
     assert (first.runs, second.runs) == (1, 2)
+
+
+# ---------------------------------------------------------------- errors name their plugin
+# ``now`` calls plugin methods inline (one argument, or several) and everything else through
+# ``_start``: an error names the plugin and the hook either way.
+
+
+class _FailsIn:
+    name = "fails"
+
+    def __init__(self, hook: str, error: Exception):
+        self.hook, self.error = hook, error
+
+    def _maybe_fail(self, hook: str) -> None:
+        if hook == self.hook:
+            raise self.error
+
+    @hookimpl
+    def before_turn(self, run):  # one argument
+        self._maybe_fail("before_turn")
+
+    @hookimpl
+    def should_stop(self, run, turn):  # two arguments
+        self._maybe_fail("should_stop")
+
+
+@pytest.mark.parametrize("hook", ["before_turn", "should_stop"])
+def test_a_failing_plain_method_is_a_plugin_error_naming_the_plugin_and_the_hook(hook):
+    with pytest.raises(PluginError, match=f"plugin 'fails' failed in {hook}: RuntimeError: budget database down"):
+        agent_with(_FailsIn(hook, RuntimeError("budget database down"))).run_sync("go")
+
+
+@pytest.mark.parametrize("hook", ["before_turn", "should_stop"])
+def test_a_bandoneon_error_from_a_plain_method_keeps_its_type_with_a_note_naming_the_plugin(hook):
+    with pytest.raises(bandoneon.ConfigError, match="no budget configured") as raised:
+        agent_with(_FailsIn(hook, bandoneon.ConfigError("no budget configured"))).run_sync("go")
+    assert f"raised by plugin 'fails' in {hook}" in raised.value.__notes__
+
+
+def test_a_failing_static_implementation_names_its_plugin():
+    class Static:
+        name = "static"
+
+        @staticmethod
+        @hookimpl
+        def before_turn(run):
+            raise ValueError("no luck")
+
+    with pytest.raises(PluginError, match="plugin 'static' failed in before_turn: ValueError: no luck"):
+        agent_with(Static()).run_sync("go")
