@@ -69,6 +69,9 @@ def build_agent(model: str | bandoneon.Provider | None = None, street: Street | 
         tools=[deliver],
         plugins=plugins if plugins is not None else [Plan()],
         max_turns=20,
+        # A paper round's answers and plan updates are short: a small model that rambles is cut
+        # off (a reply costs it a fraction of a second per token), and the six runs stay quick.
+        settings={"max_tokens": 96},
         context_files=False,
     )
 
