@@ -91,12 +91,10 @@ class Agent(Generic[DepsT, OutputT]):
         "__dict__",
         "__weakref__",
         "_cancel_requested",
-        "_configured_window",
         "_context_cache",
         "_fallbacks",
         "_handles_approvals",
         "_init_arguments",
-        "_learned_window",
         "_listeners",
         "_messages",
         "_output_specs",
@@ -105,6 +103,7 @@ class Agent(Generic[DepsT, OutputT]):
         "_task",
         "_tool_specs",
         "_transcript",
+        "_window",
         "_window_known",
         "append_system_prompt",
         "config",
@@ -251,9 +250,11 @@ class Agent(Generic[DepsT, OutputT]):
         else:
             self.context_files = tuple(Path(f) for f in context_files)
         self._context_cache: dict[Path, tuple[float, str]] = {}
-        self._configured_window = context_window or self.config.context_window
-        self._learned_window: int | None = None
-        self._window_known = False
+        configured_window = context_window or self.config.context_window
+        #: The model's window once known (configured, or learned on first use): the loop reads
+        #: it per request without a coroutine while ``_window_known`` says it is known.
+        self._window: int | None = configured_window or None
+        self._window_known = bool(configured_window)
         fallbacks: Sequence[str | Provider] = ()
         if isinstance(model, Sequence) and not isinstance(model, str):
             if not model:
@@ -437,14 +438,12 @@ class Agent(Generic[DepsT, OutputT]):
         """The model's window in tokens: configured; for a hosted model, from the dated table of
         known windows (``[context_windows]`` in ``bandoneon.toml`` overrides it); else learned
         from the server once. Never assumed."""
-        if self._configured_window:
-            return self._configured_window
         if not self._window_known:
             name, model = getattr(self.provider, "name", ""), getattr(self.provider, "model", "")
             known = known_window(name, model, self.config.context_windows) if isinstance(name, str) and isinstance(model, str) else None
-            self._learned_window = known or await self.provider.context_window()
+            self._window = known or await self.provider.context_window()
             self._window_known = True
-        return self._learned_window
+        return self._window
 
     def _system_prompt(self) -> str:
         """The prompt, the appended part and the context files as they are now (read per run)."""

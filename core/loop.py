@@ -298,7 +298,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
     )
     if hooks.implements(hookspecs.compact_history):
         # The window once known, without a coroutine per request (compaction is a default plugin).
-        window = agent._configured_window or (agent._learned_window if agent._window_known else await agent.context_window())
+        window = agent._window if agent._window_known else await agent.context_window()
         answer = hooks.now("compact_history", {"run": run, "request": request, "window": window})
         compacted: Compacted | None = await answer if type(answer) is CoroutineType else answer
         if compacted is not None:

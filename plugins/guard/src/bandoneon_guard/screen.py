@@ -104,12 +104,10 @@ def _required(items: Any) -> frozenset[str] | None:
     return best
 
 
-@functools.lru_cache(maxsize=1024)
 def required_texts(pattern: str) -> frozenset[str] | None:
     """Texts one of which every match of ``pattern`` contains (``sk-ant-``, ``AKIA``, ``://``),
     or None when there are none to rely on (a case-insensitive pattern, or only classes and
-    repeats such as ``\\d{8}``). Remembered per pattern: every agent a policy pack or a guard
-    is built for screens the same patterns, and parsing one costs more than running the agent."""
+    repeats such as ``\\d{8}``)."""
     try:
         parsed = _sre_parse.parse(pattern)
         if parsed.state.flags & re.IGNORECASE:
@@ -158,7 +156,8 @@ class Screen:
 @functools.lru_cache(maxsize=256)
 def screen_of(redactions: tuple[Redaction, ...]) -> Screen:
     """The screen for ``redactions``, made once per set of them (equal redactions, equal
-    screen): every agent a guard or a policy pack is built for asks for the same ones."""
+    screen): every agent a guard or a policy pack is built for asks for the same ones, and
+    parsing their patterns costs more than running the agent."""
     return Screen(redactions)
 
 
