@@ -11,8 +11,9 @@ import threading
 import bandoneon
 import pytest
 from bandoneon.testing import ScriptedModel, call, reply
-from bandoneon_tracing import JsonlExporter, Span, Tracing, read_jsonl
+from bandoneon_tracing import JsonlExporter, Span, Tracing, flush, read_jsonl
 from bandoneon_tracing.otel import OtelExporter, otel_configured
+from bandoneon_tracing.writer import schedule
 
 
 @bandoneon.tool
@@ -204,3 +205,31 @@ def test_a_process_that_exits_without_closing_loses_no_trace(tmp_path):
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     spans = [json.loads(line) for line in path.read_text().splitlines()]
     assert [s["kind"] for s in spans].count("run") == 2
+
+
+def test_flush_waits_for_a_batch_the_writer_thread_is_writing(tmp_path):
+    """The CI failure behind this test: ``trace show`` read an empty file because the writer
+    thread had taken the trace off the queue and not yet written it when ``read_jsonl`` flushed."""
+    class SlowStore:
+        def __init__(self):
+            self.started, self.release, self.written = threading.Event(), threading.Event(), False
+
+        def flush(self):
+            self.started.set()
+            self.release.wait(5)
+            self.written = True
+
+        def forget_pending(self):
+            pass
+
+    store = SlowStore()
+    schedule(store)
+    assert store.started.wait(5)  # the writer thread is inside the batch
+    seen = []
+    flusher = threading.Thread(target=lambda: (flush(), seen.append(store.written)))
+    flusher.start()
+    flusher.join(0.2)
+    assert flusher.is_alive()  # still waiting for the batch in progress
+    store.release.set()
+    flusher.join(5)
+    assert seen == [True]

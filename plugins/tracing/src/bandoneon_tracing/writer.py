@@ -5,7 +5,9 @@ the thread sleeps, one wake-up). The thread waits ``BATCH_SECONDS`` after a wake
 traces of that stretch go out together (one open, flock and write per file per batch), then
 serializes and writes them. Whatever is still queued is written by ``flush_all()``: the
 tracing plugin calls it when an agent closes, ``read_jsonl`` before it reads, and the
-interpreter at exit. A process killed outright loses at most the last ``BATCH_SECONDS``.
+interpreter at exit. ``flush_all()`` also waits for a batch the thread is writing, so once it
+returns every trace queued before the call is in its file. A process killed outright loses at
+most the last ``BATCH_SECONDS``.
 
 One thread per process serves every exporter; after ``fork`` the child starts its own and
 drops the parent's queue (the parent writes it).
@@ -41,6 +43,8 @@ class _Writer:
         self.wake = threading.Event()
         self.thread: threading.Thread | None = None
         self.start_lock = threading.Lock()
+        # Held while traces are written: an exporter taken off ``due`` is not in its file yet.
+        self.writing = threading.Lock()
 
     def schedule(self, exporter: Flushable) -> None:
         self.due[exporter] = None
@@ -64,15 +68,13 @@ class _Writer:
             self.flush_all()
 
     def flush_all(self) -> None:
-        while self.due:
-            try:
+        with self.writing:
+            while self.due:  # one taker at a time, so the popped item is there
                 exporter, _ = self.due.popitem()
-            except KeyError:  # another thread took the last one
-                return
-            try:
-                exporter.flush()
-            except Exception as exc:  # a broken trace store never breaks the agent, nor this thread
-                log.warning("tracing: writing traces with %r failed, they are dropped: %s: %s", exporter, type(exc).__name__, exc)
+                try:
+                    exporter.flush()
+                except Exception as exc:  # a broken trace store never breaks the agent, nor this thread
+                    log.warning("tracing: writing traces with %r failed, they are dropped: %s: %s", exporter, type(exc).__name__, exc)
 
     def after_fork_in_child(self) -> None:
         for exporter in self.due:
@@ -81,6 +83,7 @@ class _Writer:
         self.wake = threading.Event()
         self.thread = None
         self.start_lock = threading.Lock()
+        self.writing = threading.Lock()  # the parent's thread may have held it at the fork
 
 
 _WRITER = _Writer()
