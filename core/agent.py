@@ -52,6 +52,7 @@ __all__ = ["Agent"]
 log = deferred_logger("bandoneon.agent")
 
 DEFAULT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
+_DEFAULT_CONTEXT_PATHS = tuple(map(Path, DEFAULT_CONTEXT_FILES))  # paths are immutable: one tuple for every agent
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -244,12 +245,12 @@ class Agent(Generic[DepsT, OutputT]):
         self.system_prompt = system_prompt if system_prompt is not None else (self.config.system_prompt or "")
         self.append_system_prompt = append_system_prompt
         if context_files is True:
-            self.context_files: tuple[Path, ...] = tuple(Path(f) for f in DEFAULT_CONTEXT_FILES)
+            self.context_files: tuple[Path, ...] = _DEFAULT_CONTEXT_PATHS
         elif context_files is False:
             self.context_files = ()
         else:
             self.context_files = tuple(Path(f) for f in context_files)
-        self._context_cache: dict[Path, tuple[float, str]] = {}
+        self._context_cache: dict[str, tuple[tuple[int, int], str]] = {}
         configured_window = context_window or self.config.context_window
         #: The model's window once known (configured, or learned on first use): the loop reads
         #: it per request without a coroutine while ``_window_known`` says it is known.
@@ -450,22 +451,29 @@ class Agent(Generic[DepsT, OutputT]):
         parts = [self.system_prompt] if self.system_prompt else []
         if self.append_system_prompt:
             parts.append(self.append_system_prompt)
-        for path in self.context_files:
-            text = self._read_context_file(path)
-            if text:
-                parts.append(f"# {path.name}\n\n{text}")
+        if self.context_files:
+            base = os.fspath(self.cwd) if self.cwd is not None else os.getcwd()  # cwd may change between runs
+            for path in self.context_files:
+                text = self._read_context_file(os.path.join(base, path))  # an absolute path stays as it is
+                if text:
+                    parts.append(f"# {path.name}\n\n{text}")
         return "\n\n".join(parts)
 
-    def _read_context_file(self, path: Path) -> str:
-        full = path if path.is_absolute() else (self.cwd or Path.cwd()) / path
-        try:
-            mtime = full.stat().st_mtime_ns
-        except OSError:
+    def _read_context_file(self, full: str) -> str:
+        # Per run, for every agent with the default context files, which most folders lack:
+        # os.access answers that with a bool, without the OSError a failed stat raises.
+        if not os.access(full, os.F_OK):
             return ""
+        try:
+            stat = os.stat(full)
+        except OSError:  # gone since
+            return ""
+        key = (stat.st_mtime_ns, stat.st_size)
         cached = self._context_cache.get(full)
-        if cached is None or cached[0] != mtime:
+        if cached is None or cached[0] != key:
             try:
-                cached = (mtime, full.read_text(encoding="utf-8").strip())
+                with open(full, encoding="utf-8") as handle:
+                    cached = (key, handle.read().strip())
             except (OSError, UnicodeDecodeError) as exc:
                 log.warning("context file %s cannot be read: %s", full, exc)
                 return ""

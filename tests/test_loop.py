@@ -378,6 +378,20 @@ def test_context_files_are_appended_and_reread_on_each_run(bare_agent, tmp_path)
     assert "French, now" in model.requests[1].system_prompt
 
 
+def test_a_context_file_added_or_removed_between_runs_is_seen_in_the_current_folder(bare_agent, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no cwd given: the process's folder, as it is at each run
+    model = ScriptedModel("uno", "dos", "tres")
+    agent = bare_agent(model, system_prompt="You are Nimbus.", context_files=True)
+    agent.run_sync("one")
+    (tmp_path / "CLAUDE.md").write_text("Answer in haiku.")
+    agent.run_sync("two")
+    (tmp_path / "CLAUDE.md").unlink()
+    agent.run_sync("three")
+    prompts = [request.system_prompt for request in model.requests]
+    assert prompts[0] == prompts[2] == "You are Nimbus."
+    assert prompts[1] == "You are Nimbus.\n\n# CLAUDE.md\n\nAnswer in haiku."
+
+
 def test_context_files_can_be_switched_off(bare_agent, tmp_path):
     (tmp_path / "AGENTS.md").write_text("secret rules")
     model = ScriptedModel("ok")
