@@ -4,10 +4,13 @@ tool still receives its real argument. The model is a real HTTP server on 127.0.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import bandoneon
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from bandoneon.testing import Reply, ScriptedModel
 
 pytestmark = pytest.mark.usefixtures("example_pack")
@@ -107,3 +110,30 @@ def test_a_kept_trace_keeps_the_packs_and_guards_rules_not_the_agent_and_is_mask
     text = repr([(span.attributes, span.events) for span in kept])
     assert_clean("trace", text)
     assert "DNI ***" in text and "[openai-key masked]" in text
+
+
+_AROUND = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=_AROUND, between=_AROUND, after=_AROUND)
+def test_the_kept_rules_and_the_live_redaction_agree_on_any_text_and_mask_both_secrets(before, between, after):
+    """What a lazy trace is masked with (``agent.text_redaction``, kept without the agent) is
+    what every live store gets (``agent.redact``), for any text around the secrets: hostile
+    text cannot make one path mask less than the other."""
+    agent = _guarded_agent()
+    text = f"{before} {KEY} {between} DNI {ID_NUMBER} {after}"
+    kept = agent.text_redaction
+    assert kept is not None
+    masked = kept(text)
+    assert masked == agent.redact(text)
+    assert_clean("kept rules' output", masked)
+
+
+@functools.cache
+def _guarded_agent() -> bandoneon.Agent:
+    """One guarded agent for every generated example (one per example would make the property
+    test about agent creation). Built under this module's example pack, like every test here."""
+    from bandoneon_guard import Guard
+
+    return bandoneon.Agent(ScriptedModel(), plugins=[Guard()], context_files=False)
