@@ -233,3 +233,23 @@ def test_flush_waits_for_a_batch_the_writer_thread_is_writing(tmp_path):
     store.release.set()
     flusher.join(5)
     assert seen == [True]
+
+
+def test_a_store_whose_flush_flushes_again_does_not_deadlock():
+    class Reentrant:
+        def __init__(self):
+            self.flushed = 0
+
+        def flush(self):
+            self.flushed += 1
+            flush()  # as a logging handler that exports might
+
+        def forget_pending(self):
+            pass
+
+    store = Reentrant()
+    schedule(store)
+    flusher = threading.Thread(target=flush, daemon=True)
+    flusher.start()
+    flusher.join(5)
+    assert not flusher.is_alive() and store.flushed == 1

@@ -44,7 +44,8 @@ class _Writer:
         self.thread: threading.Thread | None = None
         self.start_lock = threading.Lock()
         # Held while traces are written: an exporter taken off ``due`` is not in its file yet.
-        self.writing = threading.Lock()
+        # Reentrant: an exporter's flush that flushes (through logging, say) must not deadlock.
+        self.writing = threading.RLock()
 
     def schedule(self, exporter: Flushable) -> None:
         self.due[exporter] = None
@@ -83,7 +84,7 @@ class _Writer:
         self.wake = threading.Event()
         self.thread = None
         self.start_lock = threading.Lock()
-        self.writing = threading.Lock()  # the parent's thread may have held it at the fork
+        self.writing = threading.RLock()  # the parent's thread may have held it at the fork
 
 
 _WRITER = _Writer()
