@@ -16,6 +16,7 @@ from . import hookspecs
 from .config import OPTION_RANGES, Config, load_config
 from .context import RunContext
 from .errors import ConfigError, RunInProgress
+from .files import stat_if_present
 from .hooks import Hooks
 from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
@@ -460,13 +461,8 @@ class Agent(Generic[DepsT, OutputT]):
         return "\n\n".join(parts)
 
     def _read_context_file(self, full: str) -> str:
-        # Per run, for every agent with the default context files, which most folders lack:
-        # os.access answers that with a bool, without the OSError a failed stat raises.
-        if not os.access(full, os.F_OK):
-            return ""
-        try:
-            stat = os.stat(full)
-        except OSError:  # gone since
+        stat = stat_if_present(full)  # per run; most folders have neither file
+        if stat is None:
             return ""
         key = (stat.st_mtime_ns, stat.st_size)
         cached = self._context_cache.get(full)

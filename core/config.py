@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from .errors import ConfigError
-from .files import write_atomically
+from .files import stat_if_present, write_atomically
 from .ranges import Range, in_range
 from .structuring import StructureError, structure
 
@@ -70,14 +70,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     named = os.environ.get("BANDONEON_CONFIG") if path is None else None
     explicit = path is not None or named is not None
     location = path or named or CONFIG_FILE
-    # os.access answers the common case (no file) with a bool: a failed stat raises an OSError,
-    # which costs every new agent more than the system call itself.
-    stat = None
-    if explicit or os.access(location, os.F_OK):
-        try:
-            stat = os.stat(location)
-        except OSError:  # gone since, or not ours to read
-            pass
+    stat = stat_if_present(location)
     if stat is None or not S_ISREG(stat.st_mode):
         if explicit:
             raise ConfigError(f"configuration file {os.fspath(location)!r} does not exist")

@@ -5,6 +5,8 @@
   when it fails (a failed write is cut off again, so the next append never follows garbage);
   ``AppendFile`` is the same held open, for a writer that appends often.
 - ``import_object``: ``"package.module:name"`` strings from configuration files.
+- ``stat_if_present``: the stat of a file every agent or run looks for and most folders lack
+  (``bandoneon.toml``, ``AGENTS.md``), without raising an ``OSError`` for the usual answer.
 
 Every byte they write goes through ``DISK`` (``os.write``, ``os.fsync``/``os.fdatasync``, ``os.ftruncate``),
 the one seam where ``bandoneon.testing.FaultyDisk`` fails, tears or shortens writes at any
@@ -227,6 +229,20 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def stat_if_present(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """``os.stat(path)``, or None when there is nothing there (or it cannot be read).
+
+    ``os.access`` answers the common case, no file, with a bool: a failed stat raises an
+    ``OSError``, which costs more than the system call itself, and this is asked for every new
+    agent (its configuration) and every run (its context files)."""
+    if not os.access(path, os.F_OK):
+        return None
+    try:
+        return os.stat(path)
+    except OSError:  # gone since, or not ours to read
+        return None
 
 
 def import_object(path: str, *, what: str = "import path") -> Any:
