@@ -95,7 +95,6 @@ class Agent(Generic[DepsT, OutputT]):
         "_cancel_requested",
         "_context_cache",
         "_fallbacks",
-        "_handles_approvals",
         "_init_arguments",
         "_listeners",
         "_messages",
@@ -288,7 +287,6 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_mode = output_mode
         self.output_retries = output_retries
         self.deps_type = deps_type
-        self._handles_approvals = any(getattr(type(p), "handles_approvals", False) for p in self.hooks.plugins)
         self.tools: dict[str, Tool] = {}
         self._tool_specs: tuple[ToolSpec, ...] = ()
         built: dict[str, Tool] = {}
@@ -434,7 +432,7 @@ class Agent(Generic[DepsT, OutputT]):
     def handles_approvals(self) -> bool:
         """An active plugin asks people about ``needs_approval`` tools (``Plugin.handles_approvals``);
         without one the core refuses those calls."""
-        return self._handles_approvals
+        return self.hooks.handles_approvals
 
     async def context_window(self) -> int | None:
         """The model's window in tokens: configured; for a hosted model, from the dated table of

@@ -309,6 +309,8 @@ class _Plan:
     #: The hooks whose implementations are all plain functions (and those nobody implements):
     #: unmeasured, ``Hooks.now`` answers them on the spot.
     sync_hooks: frozenset[str]
+    #: Some plugin asks people about ``needs_approval`` tools (``Plugin.handles_approvals``).
+    handles_approvals: bool
 
 
 _plans: dict[tuple[object, ...], _Plan] = {}
@@ -319,16 +321,22 @@ def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
     """The plan for ``plugins``: cached per combination of classes and their ``unused_hooks``,
     unless an instance carries implementations of its own (then it is validated by itself,
     every time). Whose ``unused_hooks`` count is decided once per plan, in ``_make_plan``."""
-    kinds = tuple([p if isinstance(p, (type, types.ModuleType)) else type(p) for p in plugins])
-    cacheable = not any([not isinstance(p, (type, types.ModuleType)) and _has_instance_hooks(p) for p in plugins])
-    unused = tuple([getattr(p, "unused_hooks", None) for p in plugins])
-    key = (kinds, unused, process_wide)
+    kinds, unused, cacheable = [], [], True
+    for p in plugins:  # one pass (each comprehension would be a call): every new agent comes here
+        if isinstance(p, (type, types.ModuleType)):
+            kinds.append(p)
+        else:
+            kinds.append(type(p))
+            if cacheable and _has_instance_hooks(p):
+                cacheable = False
+        unused.append(getattr(p, "unused_hooks", None))
+    key = (tuple(kinds), tuple(unused), process_wide)
     try:
         found = _plans.get(key) if cacheable else None
     except TypeError:  # an unhashable unused_hooks: _make_plan says what is wrong with it
         found, cacheable = None, False
     if found is None:
-        found = _make_plan(plugins, kinds, unused, process_wide)
+        found = _make_plan(plugins, key[0], key[1], process_wide)
         if cacheable:
             _plans[key] = found
     return found
@@ -372,6 +380,7 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: t
         to_bind=tuple((hook, entries) for hook, entries in order if None in impls[hook]),
         implemented=frozenset(hook for hook, _ in order),
         sync_hooks=frozenset(styles).difference(hook for hook, entries in order if any(d.is_async for _, d in entries)),
+        handles_approvals=any(getattr(kind, "handles_approvals", False) for kind in kinds),
     )
 
 
@@ -389,6 +398,11 @@ def _checked_unused(plugin: object, unused: object, declarations: tuple[_Declara
             plugin=plugin_name(plugin),
         )
     return unused
+
+
+def _as_is(text: str) -> str:
+    """The ``text_redaction`` of an agent without rules: one function for all of them."""
+    return text
 
 
 def _bound(plugin: object, name: str, d: _Declaration) -> _Impl:
@@ -438,6 +452,7 @@ class Hooks:
         #: The hooks ``now`` answers on the spot: every all-sync hook, unmeasured; measured,
         #: only those declared sync (they are never measured).
         self._now = plan.sync_hooks
+        self.handles_approvals = plan.handles_approvals
         self._sinks = self._straight("on_event", ("run", "event"))
         #: Every ``redact_text`` rule as one function of the text, when no rule takes the agent:
         #: it holds the rules' plugins, not the agent, so a store may keep it and redact later
@@ -536,6 +551,8 @@ class Hooks:
         chain = self._straight("redact_text", ("text",))
         if chain is None:
             return None
+        if not chain:
+            return _as_is
 
         def redact(text: str) -> str:
             for function, impl in chain:

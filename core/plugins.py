@@ -75,8 +75,10 @@ class Plugin:
     handles_approvals: ClassVar[bool] = False
     #: Hooks of this plugin's class that this instance does not need, for its options (a guard
     #: without allow rules has nothing to say before a tool runs): an agent built with it never
-    #: calls them. Read when the agent is built, and kept for it: set it (an attribute or a
-    #: property) from the options, not later. Each name must be a hook the class implements.
+    #: calls them. Read when the agent is built, and kept for it. Best a property of the
+    #: options (an attrs class's assignment in ``__attrs_post_init__`` goes through its
+    #: option-validating ``__setattr__``, on every new agent). Each name must be a hook the
+    #: class implements.
     #: Ignored for policy packs: the operator's policy is always called in full.
     unused_hooks: frozenset[str] = frozenset()
 

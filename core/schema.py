@@ -105,7 +105,8 @@ def object_fields(tp: Any) -> dict[str, tuple[Any, bool]] | None:
         return None
     if attrs.has(tp):
         attrs.resolve_types(tp)  # string annotations (from __future__ import annotations)
-        return {f.name: (f.type, f.default is attrs.NOTHING) for f in attrs.fields(tp)}
+        # init=False fields are the class's own state: nobody passes them, and cattrs does not read them
+        return {f.name: (f.type, f.default is attrs.NOTHING) for f in attrs.fields(tp) if f.init}
     if hasattr(tp, "__dataclass_fields__"):  # dataclasses.is_dataclass, without importing it (issue #19)
         import dataclasses
 

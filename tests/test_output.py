@@ -282,3 +282,20 @@ def test_llama_cpp_python_gets_the_schema_in_its_own_response_format(mock_llm):
     agent_on(mock_llm, prefix="llama-cpp-python", output_type=City).run_sync("?")
     assert mock_llm.requests[0].json["response_format"]["type"] == "json_object"
     assert mock_llm.requests[0].json["response_format"]["schema"]["required"] == ["name", "population"]
+
+
+@attrs.define
+class Ticket:
+    """An answer class with state of its own: ``seen`` is no field of the answer."""
+
+    title: str
+    seen: bool = attrs.field(init=False, default=False)
+
+
+def test_a_field_the_class_sets_itself_is_not_asked_of_the_model(mock_llm):
+    mock_llm.add(Reply(text='{"title": "Printer on fire"}'))
+    result = agent_on(mock_llm, output_type=Ticket).run_sync("File it.")
+    schema = mock_llm.requests[0].json["response_format"]["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"title"}
+    assert (result.ok, result.output) == (True, Ticket("Printer on fire"))
+

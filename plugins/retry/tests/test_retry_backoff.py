@@ -117,8 +117,17 @@ def test_bad_options_are_config_errors(options, named):
 def test_bad_options_by_name_are_config_errors_naming_the_plugin():
     with pytest.raises(bandoneon.ConfigError, match="retry"):
         bandoneon.Agent(ScriptedModel(), plugins={"retry": {"max_attempts": 0}}, context_files=False)
-    with pytest.raises(bandoneon.ConfigError, match="max_atempts"):
+    with pytest.raises(bandoneon.ConfigError, match="max_atempts") as error:
         bandoneon.Agent(ScriptedModel(), plugins={"retry": {"max_atempts": 3}}, context_files=False)
+    # the options only: not the jitter source and clock the plugin sets itself
+    assert "(allowed: max_attempts, base_delay, max_delay, deadline, seed, fallback)" in str(error.value)
+
+
+def test_unused_hooks_follow_the_options_when_an_agent_is_built():
+    backoff = Backoff()
+    assert backoff.unused_hooks == {"agent_created"}
+    backoff.fallback = ("ollama:small",)
+    assert backoff.unused_hooks == frozenset()
 
 
 def test_the_plugin_is_discovered_through_its_entry_point():

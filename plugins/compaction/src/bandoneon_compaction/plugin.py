@@ -46,9 +46,7 @@ class WindowUnknownWarning(UserWarning):
 _unknown_window_warned = False
 
 
-# slots=False: the counter is a plain attribute, not an option, so it stays out of the option
-# list a config error shows.
-@attrs.define(slots=False)
+@attrs.define
 class Compaction(bandoneon.Plugin):
     """Keep each request under ``threshold × window`` tokens, oldest parts first.
 
@@ -70,11 +68,12 @@ class Compaction(bandoneon.Plugin):
     #: None (4 characters per token), a callable ``count_tokens(text) -> int``, or "module:function".
     count_tokens: Any = None
 
-    def __attrs_post_init__(self) -> None:
-        self._counter: TokenCount = resolve_counter(self.count_tokens)
-        # The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).
-        self._tool_sizes: tuple[Any, int] | None = None
-        self._system_sizes: tuple[str, int] | None = None  # the same for the last system prompt
+    # Not options: set by attrs' __init__ directly, where an assignment in __attrs_post_init__
+    # would go through the option-validating __setattr__.
+    _counter: TokenCount = attrs.field(init=False, repr=False, eq=False, default=attrs.Factory(lambda self: resolve_counter(self.count_tokens), takes_self=True))
+    #: The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).
+    _tool_sizes: tuple[Any, int] | None = attrs.field(init=False, repr=False, eq=False, default=None)
+    _system_sizes: tuple[str, int] | None = attrs.field(init=False, repr=False, eq=False, default=None)  # the same for the last system prompt
 
     def budget(self, window: int | None) -> int | None:
         """The window to fit in: the model's, or this plugin's ``window`` when smaller or alone."""

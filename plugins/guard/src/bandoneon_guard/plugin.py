@@ -36,6 +36,7 @@ def _redactions(items: Any) -> tuple[Redaction, ...]:
 
 #: What a guard whose policy has no allow rules leaves uncalled (``Plugin.unused_hooks``).
 _WITHOUT_RULES = frozenset({"before_tool_execution"})
+_ALL_USED: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -82,8 +83,11 @@ class Guard(bandoneon.Plugin):
         )
         policy = merge_policies([own, *(load_policy(path) for path in self.rule_files)])
         self._enforcer = Enforcer(policy, label="bandoneon-guard")
-        # Without allow rules, before_tool_execution could only answer None: no call per tool call.
-        self.unused_hooks = frozenset() if policy.rules else _WITHOUT_RULES
+
+    @property
+    def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]
+        """Without allow rules, before_tool_execution could only answer None: no call per tool call."""
+        return _ALL_USED if self.policy.rules else _WITHOUT_RULES
 
     @property
     def policy(self) -> Policy:

@@ -27,6 +27,12 @@ log = logging.getLogger("bandoneon_retry")
 
 _STATE = bandoneon.StashKey[float]("retry.first_failure")
 _NO_FALLBACKS = frozenset({"agent_created"})
+_ALL_USED: frozenset[str] = frozenset()
+
+
+def _jitter_source(backoff: Backoff) -> Callable[[], float]:
+    """Seeding a generator reads the OS's entropy: only a seeded instance gets its own."""
+    return random_module.Random(backoff.seed).random if backoff.seed is not None else random_module.random
 
 
 @attrs.define
@@ -58,18 +64,19 @@ class Backoff(bandoneon.Plugin):
     deadline: float | None = attrs.field(default=120.0, validator=bandoneon.in_range(above=0, unit="seconds", optional=True))
     seed: int | None = None
     fallback: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    random: Callable[[], float] = attrs.field(init=False, repr=False)
+    random: Callable[[], float] = attrs.field(init=False, repr=False, default=attrs.Factory(_jitter_source, takes_self=True))
     clock: Callable[[], float] = attrs.field(init=False, repr=False, default=time.monotonic)
 
     def __attrs_post_init__(self) -> None:
         if self.max_delay < self.base_delay:
             raise bandoneon.ConfigError(f"retry: max_delay ({self.max_delay}) must be at least base_delay ({self.base_delay})")
-        if not all(isinstance(model, str) and ":" in model for model in self.fallback):
+        if self.fallback and not all(isinstance(model, str) and ":" in model for model in self.fallback):
             raise bandoneon.ConfigError(f"retry: fallback must list model strings such as 'ollama:llama3.1', got {self.fallback!r}")
-        # Seeding a generator reads the OS's entropy: only a seeded instance gets its own.
-        self.random = random_module.Random(self.seed).random if self.seed is not None else random_module.random
-        if not self.fallback:  # agent_created only adds the fallbacks (Plugin.unused_hooks)
-            self.unused_hooks = _NO_FALLBACKS
+
+    @property
+    def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]
+        """``agent_created`` only adds the fallbacks (``Plugin.unused_hooks``)."""
+        return _ALL_USED if self.fallback else _NO_FALLBACKS
 
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:

@@ -46,7 +46,7 @@ class _RunState:
 
 
 @functools.cache
-def _unused_hooks(*, budget: bool, give_up: bool, wrap_up: bool, stop_on: bool, watchdog: bool) -> frozenset[str]:
+def _unused_hooks(budget: bool, give_up: bool, wrap_up: bool, stop_on: bool, watchdog: bool) -> frozenset[str]:
     """The hooks that have nothing to do with these options (``Plugin.unused_hooks``): with the
     defaults, a run calls only ``should_stop`` and the watchdog's ``after_tool_execution``."""
     needed = {"before_turn": budget, "system_prompt_sections": give_up, "wrap_up": wrap_up, "agent_created": stop_on, "after_tool_execution": watchdog}
@@ -83,15 +83,18 @@ class StopRules(bandoneon.Plugin):
     def __attrs_post_init__(self) -> None:
         if self.price_per_million_tokens is not None and any(p < 0 for p in self.price_per_million_tokens):
             raise bandoneon.ConfigError(f"stop: price_per_million_tokens must not be negative, got {self.price_per_million_tokens!r}")
-        if not all(isinstance(name, str) and name for name in self.stop_on):
+        if self.stop_on and not all(isinstance(name, str) and name for name in self.stop_on):
             raise bandoneon.ConfigError(f"stop: stop_on must list tool names, got {self.stop_on!r}")
-        if not all(isinstance(reason, str) and reason for reason in self.wrap_up_on):
+        if self.wrap_up_on and not all(isinstance(reason, str) and reason for reason in self.wrap_up_on):
             raise bandoneon.ConfigError(f"stop: wrap_up_on must list stop reasons such as {', '.join(LIMITS)}, got {self.wrap_up_on!r}")
         if self.wrap_up_on and not self.wrap_up_text.strip():
             raise bandoneon.ConfigError("stop: wrap_up_text is empty; the wrap-up call needs an instruction")
-        self.unused_hooks = _unused_hooks(
-            budget=self.has_budget, give_up=self.permission_to_give_up, wrap_up=bool(self.wrap_up_on), stop_on=bool(self.stop_on), watchdog=bool(self.no_progress_after)
-        )
+
+    @property
+    def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]
+        """The hooks these options leave nothing to do (``Plugin.unused_hooks``): worked out when
+        an agent is built with this instance, not when the instance is."""
+        return _unused_hooks(self.has_budget, self.permission_to_give_up, bool(self.wrap_up_on), bool(self.stop_on), bool(self.no_progress_after))
 
     @property
     def has_budget(self) -> bool:
