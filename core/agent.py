@@ -618,6 +618,8 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _output_spec(self, output_type: Any) -> OutputSpec | None:
         """The spec for ``output_type``, made once per type (and per tools / fallbacks present)."""
+        if output_type is None or output_type is str:  # plain text (most runs): no key to build
+            return None
         key = (output_type, bool(self.tools), len(self._fallbacks))
         try:
             if key in self._output_specs:

@@ -452,6 +452,7 @@ class Hooks:
         #: The hooks ``now`` answers on the spot: every all-sync hook, unmeasured; measured,
         #: only those declared sync (they are never measured).
         self._now = plan.sync_hooks
+        #: Some active plugin asks people about ``needs_approval`` tools (``Agent.handles_approvals``).
         self.handles_approvals = plan.handles_approvals
         self._sinks = self._straight("on_event", ("run", "event"))
         #: Every ``redact_text`` rule as one function of the text, when no rule takes the agent:
