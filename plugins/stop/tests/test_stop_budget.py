@@ -46,6 +46,14 @@ def test_the_budget_is_checked_before_a_turn_even_when_max_turns_would_also_end_
     assert agent.run_sync("Find it.").stop == "budget"
 
 
+def test_a_budget_set_on_the_instance_before_the_agent_is_built_is_kept():
+    rules = StopRules()
+    rules.max_tokens = 1000  # the hooks a budget needs are chosen when the agent is built
+    model = ScriptedModel(spending(600), spending(600), "never asked")
+    result = bandoneon.Agent(model, tools=[search], plugins=[rules], context_files=False).run_sync("Find it.")
+    assert (result.stop, len(model.requests)) == ("budget", 2)
+
+
 def test_a_cost_budget_uses_the_providers_price():
     model = ScriptedModel(spending(10, cost=0.02), spending(10, cost=0.02), "never asked")
     result = budget_agent(model, max_cost=0.03).run_sync("Find it.")

@@ -36,7 +36,6 @@ def _redactions(items: Any) -> tuple[Redaction, ...]:
 
 #: What a guard whose policy has no allow rules leaves uncalled (``Plugin.unused_hooks``).
 _WITHOUT_RULES = frozenset({"before_tool_execution"})
-_ALL_USED: frozenset[str] = frozenset()
 
 
 @attrs.define
@@ -87,7 +86,7 @@ class Guard(bandoneon.Plugin):
     @property
     def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]
         """Without allow rules, before_tool_execution could only answer None: no call per tool call."""
-        return _ALL_USED if self.policy.rules else _WITHOUT_RULES
+        return frozenset() if self.policy.rules else _WITHOUT_RULES
 
     @property
     def policy(self) -> Policy:

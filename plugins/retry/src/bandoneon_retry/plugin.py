@@ -27,7 +27,6 @@ log = logging.getLogger("bandoneon_retry")
 
 _STATE = bandoneon.StashKey[float]("retry.first_failure")
 _NO_FALLBACKS = frozenset({"agent_created"})
-_ALL_USED: frozenset[str] = frozenset()
 
 
 def _jitter_source(backoff: Backoff) -> Callable[[], float]:
@@ -76,7 +75,7 @@ class Backoff(bandoneon.Plugin):
     @property
     def unused_hooks(self) -> frozenset[str]:  # type: ignore[override]
         """``agent_created`` only adds the fallbacks (``Plugin.unused_hooks``)."""
-        return _ALL_USED if self.fallback else _NO_FALLBACKS
+        return frozenset() if self.fallback else _NO_FALLBACKS
 
     @bandoneon.hookimpl
     def agent_created(self, agent: bandoneon.Agent) -> None:
