@@ -22,7 +22,7 @@ from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .logs import deferred_logger
 from .messages import Message, ToolSpec, Usage
-from .output import OutputMode, OutputSpec, output_spec
+from .output import OutputMode, OutputSpec, is_plain_text, output_spec
 from .parts import Part, Prompt, part_kinds, split_prompt
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
@@ -618,7 +618,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _output_spec(self, output_type: Any) -> OutputSpec | None:
         """The spec for ``output_type``, made once per type (and per tools / fallbacks present)."""
-        if output_type is None or output_type is str:  # plain text (most runs): no key to build
+        if is_plain_text(output_type):  # most runs: no key to build
             return None
         key = (output_type, bool(self.tools), len(self._fallbacks))
         try:

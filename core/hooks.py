@@ -330,13 +330,14 @@ def _plan(plugins: tuple[object, ...], process_wide: bool) -> _Plan:
             if cacheable and _has_instance_hooks(p):
                 cacheable = False
         unused.append(getattr(p, "unused_hooks", None))
-    key = (tuple(kinds), tuple(unused), process_wide)
+    classes, unused_hooks = tuple(kinds), tuple(unused)
+    key = (classes, unused_hooks, process_wide)
     try:
         found = _plans.get(key) if cacheable else None
     except TypeError:  # an unhashable unused_hooks: _make_plan says what is wrong with it
         found, cacheable = None, False
     if found is None:
-        found = _make_plan(plugins, key[0], key[1], process_wide)
+        found = _make_plan(plugins, classes, unused_hooks, process_wide)
         if cacheable:
             _plans[key] = found
     return found

@@ -26,7 +26,7 @@ from .messages import OutputSchema, ToolSpec
 from .schema import json_schema, object_fields, parse_docstring
 from .structuring import StructureError, structure
 
-__all__ = ["OUTPUT_TOOL", "OutputMode", "OutputSpec", "output_spec"]
+__all__ = ["OUTPUT_TOOL", "OutputMode", "OutputSpec", "is_plain_text", "output_spec"]
 
 OutputMode = Literal["auto", "native", "tool"]
 OUTPUT_MODES = ("auto", "native", "tool")
@@ -100,6 +100,11 @@ class OutputSpec:
         return f"Give your final answer by calling the {OUTPUT_TOOL} tool with {_shape(self)}; a plain text reply is not accepted."
 
 
+def is_plain_text(output_type: Any) -> bool:
+    """No type, or ``str``: the answer is the model's text, and a run needs no ``OutputSpec``."""
+    return output_type is None or output_type is str
+
+
 def output_spec(
     output_type: Any, mode: str, retries: int, providers: Sequence[object], *, has_tools: bool, limits: JsonLimits = DEFAULT_JSON_LIMITS
 ) -> OutputSpec | None:
@@ -108,7 +113,7 @@ def output_spec(
     ``providers`` are the model and its fallbacks: the answer is asked for natively only when
     every one of them can, since a fallback may take over mid-run.
     """
-    if output_type is None or output_type is str:
+    if is_plain_text(output_type):
         return None
     if mode not in OUTPUT_MODES:
         raise ConfigError(f"output_mode must be one of {', '.join(OUTPUT_MODES)}, got {mode!r}")

@@ -298,4 +298,3 @@ def test_a_field_the_class_sets_itself_is_not_asked_of_the_model(mock_llm):
     schema = mock_llm.requests[0].json["response_format"]["json_schema"]["schema"]
     assert set(schema["properties"]) == {"title"}
     assert (result.ok, result.output) == (True, Ticket("Printer on fire"))
-
