@@ -77,6 +77,11 @@ def test_a_tool_choice_it_cannot_honour_is_a_config_error(choice):
         reply_shape([NOTE], choice)
 
 
+def test_an_argument_named_like_a_keyword_is_capped_too():
+    schema = {"type": "object", "properties": {name: {"type": "string"} for name in ("enum", "default", "required", "const")}}
+    assert all(p["maxLength"] == 40 for p in cap_strings(schema, 40)["properties"].values())
+
+
 schemas = st.recursive(
     st.sampled_from([{"type": "string"}, {"type": "integer"}, {"type": "string", "maxLength": 3}, {"type": ["string", "null"]}]),
     lambda inner: st.one_of(

@@ -85,13 +85,26 @@ def reply_shape(tools: Sequence[ToolSpec], tool_choice: Any, answer_schema: Mapp
     raise ConfigError(f"local model: unknown tool_choice {tool_choice!r}; use 'auto', 'none', 'required' or a tool name dict")
 
 
+#: Keywords whose values are data, not schemas: left as they are.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "required"})
+#: Keywords whose values map names to schemas: a property may be called "enum" or "default".
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+
+
 def cap_strings(schema: Any, cap: int) -> Any:
     """A copy of ``schema`` where every free string has a ``maxLength`` (its own, or ``cap``)."""
     if isinstance(schema, list):
         return [cap_strings(item, cap) for item in schema]
     if not isinstance(schema, Mapping):
         return schema
-    capped = {key: cap_strings(value, cap) if key not in ("enum", "const", "default", "examples", "required") else value for key, value in schema.items()}
+    capped = {}
+    for key, value in schema.items():
+        if key in _DATA_KEYWORDS:
+            capped[key] = value
+        elif key in _NAMED_SCHEMAS and isinstance(value, Mapping):
+            capped[key] = {name: cap_strings(named, cap) for name, named in value.items()}
+        else:
+            capped[key] = cap_strings(value, cap)
     kind = capped.get("type")
     is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
     if is_string and "maxLength" not in capped and "enum" not in capped and "const" not in capped:
