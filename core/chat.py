@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from .errors import BandoneonError
 from .events import ProviderRetry, RunEnd, TextDelta, ToolRefused, ToolStart
+from .text import for_terminal
 
 __all__ = ["Chat"]
 
@@ -32,15 +33,19 @@ Ctrl-C stops a reply; Ctrl-C or Ctrl-D at the prompt leaves."""
 
 
 class _Style:
-    """ANSI styles, or nothing when the output is not a terminal (or ``NO_COLOR`` is set)."""
+    """ANSI styles, or nothing when the output is not a terminal (or ``NO_COLOR`` is set).
+    What is styled is shown as text (``for_terminal``): an error or a tool call may carry
+    a model's or a server's words."""
 
     def __init__(self, stream: TextIO):
         self.enabled = stream.isatty() and not os.environ.get("NO_COLOR")
 
     def dim(self, text: str) -> str:
+        text = for_terminal(text)
         return f"\x1b[2m{text}\x1b[0m" if self.enabled else text
 
     def red(self, text: str) -> str:
+        text = for_terminal(text)
         return f"\x1b[31m{text}\x1b[0m" if self.enabled else text
 
 
@@ -117,7 +122,7 @@ class Chat:
             self._save(argument)
         elif name == "/model":
             if not argument:
-                print(self._model_name(), file=self.out)
+                print(for_terminal(self._model_name()), file=self.out)
                 return
             try:
                 self.agent = self.switch_model(self.agent, argument)
@@ -182,7 +187,7 @@ class Chat:
         async for event in self.agent.stream(prompt):
             if isinstance(event, TextDelta) and event.text:
                 streamed = True
-                self._write(event.text)
+                self._write(for_terminal(event.text))
             elif isinstance(event, ToolStart):
                 self._line(self.style.dim(_call_line(event.call.name, event.arguments)))
             elif isinstance(event, ToolRefused):
@@ -196,7 +201,7 @@ class Chat:
         if not streamed and event.error is None:
             text = next((m.content for m in reversed(self.agent.messages) if m.role == "assistant" and m.content), "")
             if event.reason in ("end_turn", "terminal_tool") and text:
-                self._write(text)
+                self._write(for_terminal(text))
         self._end_line()
         if event.reason == "cancelled":
             self._say("(reply stopped)")

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import BandoneonError
 from .providers.base import model_at
-from .text import plural
+from .text import for_terminal, plural
 
 __all__ = ["main"]
 
@@ -38,8 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         return int(handler(args) or 0)
-    except BandoneonError as exc:
-        print(f"bandoneon: {exc}", file=sys.stderr)
+    except BandoneonError as exc:  # its message may quote a server's reply or a file
+        print(for_terminal(f"bandoneon: {exc}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # run_sync has cancelled the run: the model stopped, the history is valid
         print("interrupted", file=sys.stderr)
@@ -160,11 +160,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result_as_json(result), indent=2, ensure_ascii=False))
     elif result.text:
-        print(result.text)
+        # On a terminal the answer is shown, never obeyed; piped, it is the data itself.
+        print(for_terminal(result.text) if sys.stdout.isatty() else result.text)
     elif result.answer is not None:
         print(json.dumps(result.answer, ensure_ascii=False, default=str))
     if not result.ok:
-        print(f"bandoneon: the run ended without an answer: {result.stop}" + (f" ({result.detail})" if result.detail else ""), file=sys.stderr)
+        print(for_terminal(f"bandoneon: the run ended without an answer: {result.stop}" + (f" ({result.detail})" if result.detail else "")), file=sys.stderr)
         return 2
     return 0
 

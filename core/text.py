@@ -1,11 +1,44 @@
-"""Words for counts in messages people read: "1 tool", "2 tools" — never "1 tools" or "tool(s)"."""
+"""Text for people: counts in words ("1 tool", "2 tools"), and outside text made safe to show.
+
+``plural`` writes a count with its noun. ``for_terminal`` is how every command of bandoneon
+and its plugins shows text it did not write itself (a model's reply, a tool's output, a saved
+session, a trace or memory file) on a terminal: shown, never obeyed.
+"""
 
 from __future__ import annotations
 
-__all__ = ["plural"]
+import re
+
+__all__ = ["for_terminal", "plural"]
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``count`` and ``noun``, the noun in the plural unless the count is one (``many`` for
     irregular plurals): ``plural(1, "turn")`` is ``"1 turn"``, ``plural(3, "turn")`` ``"3 turns"``."""
     return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+#: What a terminal would obey rather than show: the C0 controls but tab and newline (ESC
+#: starts the sequences that move the cursor, recolour, retitle the window or write the
+#: clipboard; a carriage return or a backspace writes over what is already shown), DEL, the C1
+#: controls (an 8-bit CSI is ESC [ to some terminals), the bidirectional embeddings, overrides
+#: and isolates that reorder a line as it is drawn, and lone surrogates (which cannot be
+#: written as UTF-8 at all: printing one raises).
+_OBEYED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _written_out(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\r":  # moves the cursor only: dropped, so CRLF text reads as LF text
+        return ""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def for_terminal(text: str) -> str:
+    """``text`` as a terminal should show it: every character a terminal would act on instead
+    of drawing is written out as its escape (``\\x1b``, ``\\u202e``), so text from a model, a
+    tool or a file cannot move the cursor, hide or rewrite lines, set the clipboard or reorder
+    what a person reads (before approving a call, say). Newlines and tabs stay; carriage
+    returns are dropped. Text with none of these is returned as it is."""
+    return _OBEYED.sub(_written_out, text)

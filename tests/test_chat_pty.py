@@ -187,3 +187,20 @@ def test_model_switches_keep_a_saved_session_and_a_typo_changes_nothing(chat, mo
     child.expect("Still here.")
     last = mock_llm.requests[-1].json
     assert last["model"] == "other" and [m["content"] for m in last["messages"] if m["role"] == "user"] == ["remember 42", "what number?"]
+
+
+def test_a_reply_and_a_tool_call_that_carry_terminal_escapes_are_shown_not_obeyed(chat, mock_llm, tmp_path):
+    (tmp_path / "weather.py").write_text(
+        "import bandoneon\n\n@bandoneon.tool\ndef forecast(city: str) -> str:\n    \"\"\"The forecast.\"\"\"\n    return 'rain'\n"
+    )
+    mock_llm.add(
+        Reply(tool_calls=[("forecast", {"city": "Rosario\x1b]0;owned\x07"})]),
+        Reply(text="Rain\x1b]52;c;SGVsbG8=\x07 in \u202eoirasoR\u202c.\x1b[2K\x1b[1A"),
+    )
+    child = chat("--tools", "weather", colour=True)
+    child.sendline("weather?")
+    child.expect(r"Rosario\\u001b\]0;owned\\u0007")  # the call's arguments as JSON, which writes ESC out
+    child.expect(PROMPT)
+    seen = child.before
+    assert "Rain\\x1b]52;c;SGVsbG8=\\x07 in \\u202eoirasoR\\u202c.\\x1b[2K\\x1b[1A" in seen
+    assert "\x1b]52" not in seen and "\u202e" not in seen and "\x1b[1A" not in seen
