@@ -229,7 +229,7 @@ def _plugins(args: argparse.Namespace) -> int:
     elif not rows:
         print("no plugins installed (pip install bandoneon-<name>; see the README's plugin table)")
     else:
-        print(format_table(rows))
+        print(for_terminal(format_table(rows)))  # a broken plugin's reason quotes its error
     return 0
 
 
@@ -326,7 +326,7 @@ def _tools_check(args: argparse.Namespace) -> int:
     for sample_tool, arguments in samples:
         findings += measure_tool(sample_tool, arguments, window=window, max_share=max_share)
     for finding in findings:
-        print(finding)
+        print(for_terminal(str(finding)))  # a finding may quote a tool's docstring or output
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
     measured = sum(1 for f in findings if f.severity == "size")

@@ -96,3 +96,15 @@ def test_an_error_quoting_a_server_is_shown_not_obeyed(mock_llm, here, capsys):
     assert err.startswith("bandoneon: ") and "HTTP 400" in err
     assert "\\x1b]0;pwned\\x07 request \\u202eevil" in err
     assert OBEYED.search(err.replace("\n", "")) is None
+
+
+def test_tools_check_shows_the_error_of_a_sample_run_written_out(here, capsys):
+    (here / "shady.py").write_text(
+        "import bandoneon\n\n@bandoneon.tool\ndef look_up_city(city: str) -> str:\n"
+        '    """Look up a city by name and return its forecast for tomorrow, in one line of text."""\n'
+        "    raise ValueError(city)\n"
+    )
+    assert cli(["tools", "check", "--sample", "shady:look_up_city", '{"city": "Rosa\\u001b]0;x\\u0007rio"}']) == 1
+    out = capsys.readouterr().out
+    assert "ValueError: Rosa\\x1b]0;x\\x07rio" in out
+    assert OBEYED.search(out.replace("\n", "")) is None
