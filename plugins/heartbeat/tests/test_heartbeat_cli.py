@@ -138,3 +138,12 @@ def test_the_pocket_pet_example_wakes_the_model_once_and_beeps_once():
     assert [o.outcome for o in report.outcomes] == ["quiet", "quiet", "woken", "quiet", "quiet"]
     beeps = [m for r in model.requests for m in r.messages[-1:] if m.name == "beep_owner"]
     assert len(beeps) == 1
+
+
+def test_a_tick_s_words_are_shown_without_obeying_their_escapes(config, tmp_path, server, capsys):
+    (tmp_path / "hungry").touch()
+    server.add(Reply(text="Fed\x1b]0;owned\x07 the \u202epet\x1b[2K"))
+    assert main(["heartbeat", str(config()), "--once"]) == 0
+    out = capsys.readouterr().out
+    assert "tick 1: woken (end_turn) · Fed\\x1b]0;owned\\x07 the \\u202epet\\x1b[2K" in out
+    assert "\x1b" not in out and "\u202e" not in out

@@ -128,3 +128,13 @@ def test_the_bridge_example_is_built_in_three_fresh_laps(tmp_path):
     first_requests = [r for r in model.requests if len(r.messages) == 1]
     assert len(first_requests) == 3  # every lap started from the goal alone
     assert "Next: brick 37" in (tmp_path / "PROGRESS.md").read_text()
+
+
+def test_the_cli_shows_a_lap_s_words_without_obeying_their_escapes(workdir, capsys):
+    with MockLLMServer() as server:
+        server.add(Reply(text="done\x1b]52;c;SGVsbG8=\x07 \u202enot\x1b[1A"))
+        code = main(["laps", "Try.", "--until", "false", "--max-laps", "1", "--model", "openai-compatible:m@" + server.base_url])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "lap 1: end_turn · not done · done\\x1b]52;c;SGVsbG8=\\x07 \\u202enot\\x1b[1A" in out
+    assert "\x1b" not in out and "\u202e" not in out

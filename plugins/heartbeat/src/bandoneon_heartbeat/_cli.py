@@ -35,7 +35,8 @@ def add_command(subparsers: Any) -> None:
 
 def _print(outcome: TickOutcome) -> None:
     said = (outcome.error or outcome.text or "").strip().replace("\n", " ")[:200]
-    print(f"tick {outcome.tick}: {outcome.outcome}" + (f" ({outcome.stop})" if outcome.stop else "") + (f" · {said}" if said else ""))
+    # The model's words, shown and never obeyed by the terminal.
+    print(bandoneon.for_terminal(f"tick {outcome.tick}: {outcome.outcome}" + (f" ({outcome.stop})" if outcome.stop else "") + (f" · {said}" if said else "")))
 
 
 def handle(args: argparse.Namespace) -> int:

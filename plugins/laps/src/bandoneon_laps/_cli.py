@@ -79,14 +79,15 @@ def handle(args: argparse.Namespace) -> int:
 
     def on_lap(record: LapRecord) -> None:
         outcome = record.error or (record.text or "").strip().replace("\n", " ")[:200]
-        print(f"lap {record.lap}: {record.stop} · {'done' if record.done else 'not done'} · {outcome}")
+        # The model's words, shown and never obeyed by the terminal.
+        print(bandoneon.for_terminal(f"lap {record.lap}: {record.stop} · {'done' if record.done else 'not done'} · {outcome}"))
 
     try:
         result = asyncio.run(run_goal_loop(args.goal, make_agent, command_check(args.until, args.until_timeout), args.max_laps, on_lap, state_file=args.state))
     except bandoneon.ConfigError as exc:
         print(f"bandoneon laps: {exc}", file=sys.stderr)
         return 2
-    print(f"{result.stop}: {'done' if result.done else 'not done'} after {result.laps} laps, {result.usage.total_tokens} tokens" + (f" ({result.detail})" if result.detail else ""))
+    print(bandoneon.for_terminal(f"{result.stop}: {'done' if result.done else 'not done'} after {result.laps} laps, {result.usage.total_tokens} tokens" + (f" ({result.detail})" if result.detail else "")))
     if result.stop == "is_done_error":
         return 2
     return 0 if result.done else 1
