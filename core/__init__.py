@@ -71,7 +71,7 @@ from .providers import (
 from .ranges import Range, in_range
 from .result import RunResult
 from .stash import Stash, StashKey
-from .text import for_terminal, plural
+from .text import as_unicode, for_terminal, plural
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
@@ -263,6 +263,7 @@ __all__ = [
     "model_at",
     "openai_wire",
     "parse_retry_after",
+    "as_unicode",
     "for_terminal",
     "plural",
     "plugin_name",

@@ -9,6 +9,9 @@ was crossed, so every caller's ``except ValueError`` already handles it.
 The check is cheap on purpose: a document with no more brackets than the depth limit cannot
 be too deep, so the depth is measured only when the bracket count says it might be.
 
+A string that decodes to a lone surrogate (a ``\\ud800`` escape without its pair) comes back
+with U+FFFD in its place (``bandoneon.as_unicode``): no store could write it as UTF-8.
+
 Defaults (``DEFAULT_JSON_LIMITS``): 100 levels deep, 64 MiB. ``Agent(json_limits=...)`` sets the
 limits for tool arguments, ``OpenAICompatible(json_limits=...)`` for reply bodies.
 """
@@ -23,6 +26,7 @@ from typing import Any
 import attrs
 
 from .ranges import in_range
+from .text import as_unicode
 
 __all__ = ["DEFAULT_JSON_LIMITS", "JsonLimitError", "JsonLimits", "loads_bounded"]
 
@@ -57,9 +61,28 @@ def loads_bounded(text: str | bytes, limits: JsonLimits = DEFAULT_JSON_LIMITS) -
     if brackets > limits.max_depth and _depth(text) > limits.max_depth:
         raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:  # only when max_depth is set above the interpreter's own limit
         raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)") from None
+    may_hold_surrogates = _SURROGATE_BYTES.search(text) if isinstance(text, bytes) else _SURROGATE_TEXT.search(text)
+    return _as_unicode_values(value) if may_hold_surrogates else value
+
+
+#: Where a decoded document may hold a lone surrogate: an escape of one (``\\udc80``), or, in
+#: text, the character itself; in bytes, its UTF-8 form, which ``json.loads`` lets through.
+_SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _as_unicode_values(value: Any) -> Any:
+    """``value`` with ``as_unicode`` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return as_unicode(value)
+    if isinstance(value, list):
+        return [_as_unicode_values(item) for item in value]
+    if isinstance(value, dict):
+        return {as_unicode(key): _as_unicode_values(item) for key, item in value.items()}
+    return value
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

@@ -43,7 +43,7 @@ from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
 from .output import OUTPUT_TOOL, OutputInvalid
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
-from .text import plural
+from .text import as_unicode, plural
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -214,6 +214,8 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     reply = await call_model(run, request)
     if len(reply.message.tool_calls) > 1:
         reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
+    if reply.message.tool_calls or reply.message.thinking or not reply.message.content.isascii():
+        reply = _as_unicode_reply(reply)
     message = reply.message
     run.append(message)
     if run.wants_events and (delivering := run._emit(run, AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))) is not None:
@@ -354,6 +356,20 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
         earlier = run.usage_by_model.get(key)
         run.usage_by_model[key] = reply.usage if earlier is None else earlier + reply.usage
         return reply
+
+
+def _as_unicode_reply(reply: ModelReply) -> ModelReply:
+    """``reply`` with no lone surrogate in its text (``as_unicode``; the same reply when it has
+    none). JSON from a server has them replaced as it is parsed, but a provider of another kind
+    (an embedded model, a third party's, a test double) may hand one over, and no store could
+    write the history then."""
+    message = reply.message
+    content = as_unicode(message.content)
+    calls = tuple(c if (a := as_unicode(c.arguments)) is c.arguments else attrs.evolve(c, arguments=a) for c in message.tool_calls)
+    thinking = tuple(t if (x := as_unicode(t.text)) is t.text else attrs.evolve(t, text=x) for t in message.thinking)
+    if content is message.content and calls == message.tool_calls and thinking == message.thinking:
+        return reply
+    return attrs.evolve(reply, message=attrs.evolve(message, content=content, tool_calls=calls, thinking=thinking))
 
 
 def model_id(provider: object) -> str:

@@ -16,6 +16,7 @@ from typing import Literal, Union
 import attrs
 
 from .errors import ConfigError
+from .text import as_unicode
 
 __all__ = ["FilePart", "ImagePart", "Part", "Prompt", "TextPart", "describe_part", "part_kinds", "split_prompt"]
 
@@ -146,12 +147,14 @@ def split_prompt(prompt: Prompt) -> tuple[str, tuple[Part, ...]]:
     """``(text, parts)``: the words of a prompt, and all its parts in order when it has any
     besides words (``()`` for a plain string)."""
     if isinstance(prompt, str):
-        return prompt, ()
+        return as_unicode(prompt), ()  # from argv, a file name: it may hold undecodable bytes
     parts: list[Part] = []
     for item in prompt:
         if isinstance(item, str):
-            parts.append(TextPart(item))
-        elif isinstance(item, (TextPart, ImagePart, FilePart)):
+            parts.append(TextPart(as_unicode(item)))
+        elif isinstance(item, TextPart):
+            parts.append(TextPart(as_unicode(item.text)))
+        elif isinstance(item, (ImagePart, FilePart)):
             parts.append(item)
         else:
             raise ConfigError(f"a prompt is a string or a list of strings, ImagePart and FilePart; got {type(item).__name__}")

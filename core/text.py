@@ -1,21 +1,37 @@
-"""Text for people: counts in words ("1 tool", "2 tools"), and outside text made safe to show.
+"""Text for people: counts in words ("1 tool", "2 tools"), and outside text made safe to keep
+and to show.
 
-``plural`` writes a count with its noun. ``for_terminal`` is how every command of bandoneon
-and its plugins shows text it did not write itself (a model's reply, a tool's output, a saved
-session, a trace or memory file) on a terminal: shown, never obeyed.
+``plural`` writes a count with its noun. ``as_unicode`` is what the core applies where text
+enters a run (the prompt, a tool's result, JSON from a server or a model), so every store can
+write what a run holds as UTF-8. ``for_terminal`` is how every command of bandoneon and its
+plugins shows text it did not write itself (a model's reply, a tool's output, a saved session,
+a trace or memory file) on a terminal: shown, never obeyed.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["for_terminal", "plural"]
+__all__ = ["as_unicode", "for_terminal", "plural"]
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``count`` and ``noun``, the noun in the plural unless the count is one (``many`` for
     irregular plurals): ``plural(1, "turn")`` is ``"1 turn"``, ``plural(3, "turn")`` ``"3 turns"``."""
     return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def as_unicode(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, the replacement character.
+
+    A Python string may hold one where no text can: a file name with bytes that are not UTF-8
+    (``os.listdir`` decodes them so), or a JSON ``\\ud800`` escape without its pair. Nothing
+    can encode it as UTF-8, so a tool that lists such a file would fail every store that saves
+    its result; replaced where it enters a run, it is one visible character instead."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 #: What a terminal would obey rather than show: the C0 controls but tab and newline (ESC

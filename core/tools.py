@@ -21,6 +21,7 @@ from .logs import deferred_logger
 from .messages import ToolSpec
 from .schema import is_optional, object_schema, parse_docstring, unwrap_annotated
 from .structuring import StructureError, describe_value, structure, unstructure
+from .text import as_unicode
 
 __all__ = ["CAPABILITIES", "ArgumentsError", "Tool", "tool"]
 
@@ -159,12 +160,13 @@ async def _in_daemon_thread(function: Callable[..., Any], kwargs: dict[str, Any]
 
 
 def to_text(value: Any) -> str:
-    """What a tool returned, as the text that joins the history."""
+    """What a tool returned, as the text that joins the history (``as_unicode``: a file name
+    that is not UTF-8 must not fail the stores that keep the result)."""
     if isinstance(value, str):
-        return value
+        return as_unicode(value)
     if attrs.has(type(value)):
         value = unstructure(value)
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return as_unicode(json.dumps(value, ensure_ascii=False, default=str))
 
 
 @overload
@@ -332,7 +334,9 @@ def _read_card(function: Callable[..., Any]) -> _Card:
     return _Card(
         description=doc_description,
         parameters=object_schema(fields, descriptions=doc_params),
-        arguments_class=attrs.make_class(f"{function.__name__}_arguments", attrs_fields, frozen=True) if fields else None,
+        # Made for a function without parameters too: arguments it does not take are refused
+        # to the model as for any other tool, not passed on to fail the call.
+        arguments_class=attrs.make_class(f"{function.__name__}_arguments", attrs_fields, frozen=True),
         context_parameter=context_parameter,
         is_async=inspect.iscoroutinefunction(function),
     )

@@ -198,3 +198,19 @@ def test_a_bound_method_tool_calls_its_own_instance_without_self_in_the_schema()
     assert model.requests[1].messages[-1].content == "B"
     with pytest.raises(TypeError, match="\\*args"):
         tool(lambda *items: None)
+
+
+def test_a_tool_without_parameters_refuses_arguments_it_does_not_take_as_any_tool_does():
+    calls = []
+
+    @bandoneon.tool
+    def ping() -> str:
+        """Ping the server."""
+        calls.append(1)
+        return "pong"
+
+    agent = bandoneon.Agent(ScriptedModel(call("ping", x=1), call("ping"), "ok"), tools=[ping], plugins=[], context_files=False)
+    assert agent.run_sync("go").text == "ok"
+    results = [m for m in agent.transcript if m.role == "tool"]
+    assert results[0].content == "Invalid arguments for ping: Unknown field 'x' (allowed: none)." and results[0].is_error
+    assert results[1].content == "pong" and calls == [1]  # the refused call never ran
