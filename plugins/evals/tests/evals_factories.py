@@ -69,3 +69,12 @@ def make_pid_agent():
 def make_lazy_agent():
     """Answers at once, never looking: a regression of ``make_agent`` on cases that expect `look`."""
     return bandoneon.Agent(FunctionModel(lambda request: f"the answer is {request.messages[0].content}", model="echo"), plugins=[], context_files=False)
+
+
+def make_failing_agent():
+    """A model server that fails, quoting the prompt in its error."""
+
+    def model(request):
+        raise RuntimeError(f"the server refused {request.messages[0].content}")
+
+    return bandoneon.Agent(FunctionModel(model, model="echo"), plugins=[], context_files=False)

@@ -115,6 +115,39 @@ def test_eval_compare_refuses_a_file_that_is_not_a_report(tmp_path, capsys):
     assert "not an eval report" in capsys.readouterr().err
 
 
+# Terminal escapes a dataset, a model or a tool could carry: the clipboard (OSC 52), erase a line
+# and move up, a bidi override, an 8-bit CSI, a carriage return.
+HOSTILE = "\x1b]52;c;SGVsbG8=\x07 \x1b[2K\x1b[1A \u202e \x9b31m \r"
+WRITTEN_OUT = "\\x1b]52;c;SGVsbG8=\\x07 \\x1b[2K\\x1b[1A \\u202e \\x9b31m "
+OBEYED = ("\x1b", "\x07", "\u202e", "\x9b", "\r")
+
+
+def test_eval_run_prints_case_ids_and_errors_without_the_terminal_obeying_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(HERE))
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"id": f"hole {HOSTILE}1", "input": f"drive {HOSTILE}far"}) + "\n")
+    stored = path.read_bytes()
+    assert main(["eval", "run", str(path), "--agent", "evals_factories:make_failing_agent", "--json", str(tmp_path / "r.json"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert not any(char in out for char in OBEYED)
+    case_id, lines = f"hole {WRITTEN_OUT}1", out.splitlines()
+    assert lines[2].startswith("-" * len(case_id) + "  ") and lines[3].startswith(case_id + "  0/1  ")  # columns fit what is shown
+    assert f"errors:\n  {case_id}#0: RuntimeError: the server refused drive {WRITTEN_OUT}far\n" in out
+    assert path.read_bytes() == stored
+    assert json.loads((tmp_path / "r.json").read_text())["cases"][0]["id"] == f"hole {HOSTILE}1"  # the report keeps the data
+
+
+def test_eval_compare_prints_case_ids_without_the_terminal_obeying_them(tmp_path, capsys):
+    a = write_report(tmp_path / "a.json", {f"hole {HOSTILE}1": 1.0, "hole-2": 1.0})
+    b = write_report(tmp_path / "b.json", {f"hole {HOSTILE}1": 0.0, "hole-2": 1.0})
+    stored = (tmp_path / "a.json").read_bytes(), (tmp_path / "b.json").read_bytes()
+    assert main(["eval", "compare", a, b]) == 1
+    out = capsys.readouterr().out
+    assert not any(char in out for char in OBEYED)
+    assert out == f"pass rate 100% -> 50%\nregressed:\n  hole {WRITTEN_OUT}1: 100% -> 0%\n"
+    assert ((tmp_path / "a.json").read_bytes(), (tmp_path / "b.json").read_bytes()) == stored
+
+
 # ---------------------------------------------------------------- record and replay
 
 

@@ -207,3 +207,36 @@ def test_a_damaged_store_names_its_file_and_what_to_do(tmp_path, capsys, content
     assert cli("memory", "list", "--db", str(db)) != 0
     err = capsys.readouterr().err
     assert "m.db" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# Terminal escapes a planted prompt could make the model remember: the clipboard (OSC 52), erase a
+# line and move up, a bidi override, an 8-bit CSI, a carriage return.
+HOSTILE = "\x1b]52;c;SGVsbG8=\x07 \x1b[2K\x1b[1A \u202e \x9b31m \r"
+WRITTEN_OUT = "\\x1b]52;c;SGVsbG8=\\x07 \\x1b[2K\\x1b[1A \\u202e \\x9b31m "
+OBEYED = ("\x1b", "\x07", "\u202e", "\x9b", "\r")
+
+
+def test_cli_lists_a_stored_note_without_the_terminal_obeying_it(tmp_path, capsys):
+    store = SqliteStore(tmp_path / "m.db")
+    store.add_sync("alice", f"likes {HOSTILE}moka", [1.0, 0.0], f"e{HOSTILE}")
+    assert cli("memory", "list", "--scope", "alice", "--db", str(tmp_path / "m.db")) == 0
+    out = capsys.readouterr().out
+    assert not any(char in out for char in OBEYED)
+    assert out.endswith(f"\te{WRITTEN_OUT}\tlikes {WRITTEN_OUT}moka\n")
+    (note,) = store.list_sync("alice")
+    assert (note.text, note.model) == (f"likes {HOSTILE}moka", f"e{HOSTILE}")
+
+
+def test_cli_shows_a_remembered_note_without_the_terminal_obeying_it(tmp_path, capsys):
+    notes_agent(ScriptedModel(call("remember", note=f"likes {HOSTILE}moka"), "ok"), tmp_path).run_sync("hi")
+    notes = NotesFile(tmp_path, "c-2291")
+    stored = notes.path.read_bytes()
+    assert cli("memory", "list", "--scope", "c-2291", "--notes", str(tmp_path)) == 0
+    assert notes.path.read_bytes() == stored
+    assert cli("memory", "forget", "--scope", "c-2291", "1", "--notes", str(tmp_path)) == 0
+    listed, forgot = capsys.readouterr().out.splitlines()
+    assert not any(char in listed + forgot for char in OBEYED)
+    # The notes file folds whitespace (the carriage return among it) into single spaces.
+    written_out = "likes \\x1b]52;c;SGVsbG8=\\x07 \\x1b[2K\\x1b[1A \\u202e \\x9b31m moka"
+    assert listed.startswith("1\t") and listed.endswith(f"\t{written_out}") and forgot == f"forgot: {written_out}"
+    assert "\x1b]52;c;SGVsbG8=\x07" in stored.decode() and "\u202e \x9b31m" in stored.decode()

@@ -316,3 +316,40 @@ def test_a_call_running_when_the_process_stopped_is_answered_as_unknown_and_neve
     loaded = store.load("s-1")
     assert loaded.interrupted == 0 and loaded.damage is None  # the answer was saved with the session
     assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "user", "assistant"]
+
+
+# Terminal escapes a model, a tool or a hand in the file could plant: the clipboard (OSC 52), erase a
+# line and move up, a bidi override, an 8-bit CSI, a carriage return.
+HOSTILE = "\x1b]52;c;SGVsbG8=\x07 \x1b[2K\x1b[1A \u202e \x9b31m \r"
+WRITTEN_OUT = "\\x1b]52;c;SGVsbG8=\\x07 \\x1b[2K\\x1b[1A \\u202e \\x9b31m "
+OBEYED = ("\x1b", "\x07", "\u202e", "\x9b", "\r")
+
+
+def test_cli_shows_what_a_session_holds_without_the_terminal_obeying_it(tmp_path, capsys):
+    from bandoneon_sessions.records import frame, header_record, message_record
+
+    store = JsonlStore(tmp_path / "sessions")
+    store.folder.mkdir()
+    weighing = bandoneon.ToolCall("c1", "weigh", f'{{"grams": 250, "note": "{HOSTILE}"}}')
+    records = [
+        header_record("s-1", 1.0, forked_from=f"s-0 {HOSTILE}"),
+        message_record(bandoneon.Message("user", f"weigh it {HOSTILE}please")),
+        message_record(bandoneon.Message("assistant", "", (weighing,))),
+        {"type": "message", "message": {"role": "\u202e\x9b31m", "content": ""}},  # damage that quotes the file
+    ]
+    store.file("s-1").write_bytes(b"".join(frame(r) for r in records))
+    stored = store.file("s-1").read_bytes()
+
+    assert cli("sessions", "list", "--path", location(store)) == 0
+    listed = capsys.readouterr().out
+    assert cli("sessions", "show", "s-1", "--path", location(store)) == 0
+    shown = capsys.readouterr()
+
+    for printed in (listed, shown.out, shown.err):
+        assert not any(char in printed for char in OBEYED)
+    assert f"\tforked from s-0 {WRITTEN_OUT}\tDAMAGED" in listed
+    assert f"0\tuser\tweigh it {WRITTEN_OUT}please\n" in shown.out
+    assert f'1\tassistant\t -> weigh({{"grams": 250, "note": "{WRITTEN_OUT}"}})\n' in shown.out
+    assert shown.err.startswith("damage: line 4 cannot be read") and "\\u202e" in shown.err and "\\x9b31m" in shown.err
+    assert store.file("s-1").read_bytes() == stored
+    assert store.load("s-1").messages[0].content == f"weigh it {HOSTILE}please"

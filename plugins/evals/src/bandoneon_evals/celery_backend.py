@@ -139,7 +139,7 @@ class CeleryBackend:
         try:
             return CaseRun.from_json(handle.get(propagate=True, disable_sync_subtasks=False))
         except Exception as exc:  # the task itself failed on the worker (import error, crash)
-            print(f"bandoneon eval: case {case.id!r} run {repeat} failed on the worker: {exc}", file=sys.stderr)
+            print(bandoneon.for_terminal(f"bandoneon eval: case {case.id!r} run {repeat} failed on the worker: {exc}"), file=sys.stderr)
             return CaseRun(case.id, repeat, "errored", stop="error", error=f"worker: {type(exc).__name__}: {exc}")
         finally:
             handle.forget()

@@ -1,5 +1,9 @@
 """``bandoneon eval run`` (CI gate with ``--min-pass-rate``), ``eval compare``, ``eval worker``
-and ``eval add-case`` (a recorded run becomes a regression case)."""
+and ``eval add-case`` (a recorded run becomes a regression case).
+
+Case ids, errors and what a trace recorded are outside text: printed through
+``bandoneon.for_terminal``, so a terminal shows their control characters and obeys none.
+"""
 
 from __future__ import annotations
 
@@ -124,7 +128,7 @@ def run_command(args: argparse.Namespace) -> int:
             )
         )
     except DatasetError as exc:
-        print(f"bandoneon eval: {exc}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"bandoneon eval: {exc}"), file=sys.stderr)
         return 2
     sys.stdout.write(report.table())
     if args.json:
@@ -170,7 +174,7 @@ def compare_command(args: argparse.Namespace) -> int:
     try:
         before, after = load_report(args.before), load_report(args.after)
     except ReportError as exc:
-        print(f"bandoneon eval compare: {exc}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"bandoneon eval compare: {exc}"), file=sys.stderr)
         return 2
     regressed, improved = compare(before, after)
     old_rate, new_rate = before.get("totals", {}).get("pass_rate"), after.get("totals", {}).get("pass_rate")
@@ -180,7 +184,7 @@ def compare_command(args: argparse.Namespace) -> int:
         if items:
             print(f"{title}:")
             for item in items:
-                print(f"  {item}")
+                print(bandoneon.for_terminal(f"  {item}"))
     if not regressed:
         print("no case regressed")
     return 1 if regressed else 0
@@ -198,12 +202,12 @@ def add_case_command(args: argparse.Namespace) -> int:
     try:
         case = add_case(args.source, args.to, span=args.span, expect=parse_expect(args.expect), case_id=args.case_id, tags=args.tags or ("regression",))
     except DatasetError as exc:
-        print(f"bandoneon eval add-case: {exc}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"bandoneon eval add-case: {exc}"), file=sys.stderr)
         return 2
     outcome = case.metadata["outcome"]
-    print(f"added case {case.id!r} to {args.to}: {len(case.metadata['replies'])} recorded replies, tools {', '.join(case.metadata['tools']) or '(none)'}; the run ended with {outcome['stop'] or 'an unknown stop'}")
+    print(bandoneon.for_terminal(f"added case {case.id!r} to {args.to}: {len(case.metadata['replies'])} recorded replies, tools {', '.join(case.metadata['tools']) or '(none)'}; the run ended with {outcome['stop'] or 'an unknown stop'}"))
     for warning in case.metadata.get("replay_warnings", ()):
-        print(f"  warning: {warning}; a replay may differ from the run", file=sys.stderr)
+        print(bandoneon.for_terminal(f"  warning: {warning}; a replay may differ from the run"), file=sys.stderr)
     if case.expected is None:
         print("  no --expect given: say what a good run looks like (e.g. --expect tool_errors=0) before the case can pass or fail", file=sys.stderr)
     return 0

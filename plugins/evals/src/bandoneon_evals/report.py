@@ -140,12 +140,13 @@ class Report:
         bandoneon.write_atomically(path, json.dumps(self.to_json(), indent=2, ensure_ascii=False))
 
     def table(self) -> str:
-        """The scorecard for the terminal."""
+        """The scorecard for the terminal. Case ids and errors come from datasets, models and
+        tools: their control characters are written out (``bandoneon.for_terminal``), never obeyed."""
         scorer_names = list(self.by_scorer)
         header = ["case", "pass", *scorer_names, "tokens", "cost", "latency"]
         rows = [header]
         for summary in self.cases:
-            cells = [summary.case_id, f"{summary.passed}/{len(summary.runs)}"]
+            cells = [bandoneon.for_terminal(summary.case_id), f"{summary.passed}/{len(summary.runs)}"]  # escaped before the columns are measured
             for name in scorer_names:
                 cells.append(_scorer_cell(summary, name))
             cells += [str(summary.input_tokens + summary.output_tokens), _money(summary.cost), f"{summary.mean_latency * 1000:.0f} ms"]
@@ -157,8 +158,8 @@ class Report:
         lines.insert(1, "  ".join("-" * w for w in widths))
         lines.insert(len(lines) - 1, "  ".join("-" * w for w in widths))
         verdict = f"pass rate {self.pass_rate:.0%} ({t['passed']} passed, {t['failed']} failed, {t['errored']} errored of {t['runs']} runs)"
-        problems = [f"  {r.case_id}#{r.repeat}: {r.error}" for r in self.runs if r.error]
-        return "\n".join([self.title, *lines, verdict, *(["errors:", *problems] if problems else [])]) + "\n"
+        problems = [bandoneon.for_terminal(f"  {r.case_id}#{r.repeat}: {r.error}") for r in self.runs if r.error]
+        return "\n".join([bandoneon.for_terminal(self.title), *lines, verdict, *(["errors:", *problems] if problems else [])]) + "\n"
 
     @property
     def title(self) -> str:

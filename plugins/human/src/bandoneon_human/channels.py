@@ -18,6 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+import bandoneon
+
 __all__ = ["Answer", "ApprovalRequest", "Callbacks", "Channel", "HumanQueue", "Question", "Terminal", "as_channel"]
 
 
@@ -83,6 +85,10 @@ async def _call(function: Callable[..., Any], argument: Any) -> Any:
 class Terminal:
     """Ask on the terminal: shows the call, reads y/N. ``input``/``output`` are injectable.
 
+    What it shows (the call's arguments, the reason, a question) is a model's or a rule's text:
+    it goes out through ``bandoneon.for_terminal``, so an escape in it cannot rewrite or hide
+    what the person approves.
+
     The read runs on a worker thread; when the timeout ends the wait, that thread stays
     blocked in ``input()`` until a line comes (a thread cannot be killed).
     """
@@ -94,10 +100,10 @@ class Terminal:
 
     async def approve(self, request: ApprovalRequest) -> Answer:
         if request.kind == "review":
-            self._output(f"\nThe {request.shown}")
+            self._show(f"\nThe {request.shown}")
             typed = (await asyncio.to_thread(self._input, "Accept it as it is? [y, or type what to fix] ")).strip()
         else:
-            self._output(f"\nThe agent wants to run:\n  {request.shown}\nWhy it needs approval: {request.reason}")
+            self._show(f"\nThe agent wants to run:\n  {request.shown}\nWhy it needs approval: {request.reason}")
             typed = (await asyncio.to_thread(self._input, "Approve? [y/N] ")).strip()
         if typed.lower() in ("y", "yes"):
             return Answer(True, self.who)
@@ -105,8 +111,11 @@ class Terminal:
         return Answer(False, self.who, note)
 
     async def ask(self, question: Question) -> str:
-        self._output(f"\nThe agent asks: {question.text}")
+        self._show(f"\nThe agent asks: {question.text}")
         return await asyncio.to_thread(self._input, "> ")
+
+    def _show(self, text: str) -> None:
+        self._output(bandoneon.for_terminal(text))
 
 
 class Callbacks:

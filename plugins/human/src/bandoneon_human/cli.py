@@ -1,4 +1,10 @@
-"""``bandoneon human``: see and answer a paused approval from any shell."""
+"""``bandoneon human``: see and answer a paused approval from any shell.
+
+The pending file holds the model's call as it asked for it; what is printed from it goes
+through ``bandoneon.for_terminal``, so the person sees the call's real arguments and their
+terminal obeys none of its characters. ``human show`` piped (to ``jq``, say) prints the JSON as
+it is: there it is data, and written-out C1 controls would not be JSON.
+"""
 
 from __future__ import annotations
 
@@ -37,12 +43,13 @@ def show_command(args: argparse.Namespace) -> int:
     try:
         pending = read_pending(args.file)
     except bandoneon.ConfigError as exc:
-        print(f"bandoneon human show: {exc}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"bandoneon human show: {exc}"), file=sys.stderr)
         return 2
     if pending is None:
         print(f"bandoneon human show: {args.file}: no pending approval", file=sys.stderr)
         return 1
-    print(json.dumps(attrs.asdict(pending), ensure_ascii=False, indent=2))
+    shown = json.dumps(attrs.asdict(pending), ensure_ascii=False, indent=2)
+    print(bandoneon.for_terminal(shown) if sys.stdout.isatty() else shown)
     return 0
 
 
@@ -50,7 +57,7 @@ def answer_command(args: argparse.Namespace) -> int:
     try:
         pending = answer_pending(args.file, args.approved, by=args.by, note=args.note)
     except bandoneon.ConfigError as exc:
-        print(f"bandoneon human answer: {exc}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"bandoneon human answer: {exc}"), file=sys.stderr)
         return 2
-    print(f"{'approved' if args.approved else 'refused'}: {pending.shown}")
+    print(bandoneon.for_terminal(f"{'approved' if args.approved else 'refused'}: {pending.shown}"))
     return 0

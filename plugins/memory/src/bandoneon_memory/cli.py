@@ -1,4 +1,8 @@
-"""``bandoneon memory list|forget``: people can see and delete what is stored about them."""
+"""``bandoneon memory list|forget``: people can see and delete what is stored about them.
+
+The model writes notes (its ``remember`` tool), so a planted prompt can put terminal escapes in
+them: note text, scopes and model names are printed through ``bandoneon.for_terminal``.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ def _store_exists(db: str | None) -> bool:
 
 
 def _fail(message: str) -> int:
-    print(f"bandoneon memory: {message}", file=sys.stderr)
+    print(bandoneon.for_terminal(f"bandoneon memory: {message}"), file=sys.stderr)
     return 2
 
 
@@ -53,7 +57,7 @@ def list_command(args: argparse.Namespace) -> int:
                 return _fail("--notes needs --scope")
             notes = NotesFile(args.notes, args.scope).read()
             for number, (date, text) in enumerate(notes, 1):
-                print(f"{number}\t{date or '-'}\t{text}")
+                print(bandoneon.for_terminal(f"{number}\t{date or '-'}\t{text}"))
             if not notes:
                 print(f"no notes for scope {args.scope!r}")
             return 0
@@ -66,13 +70,13 @@ def list_command(args: argparse.Namespace) -> int:
         if not args.scope:
             scopes = store.scopes_sync()
             for scope, count in scopes:
-                print(f"{scope}\t{bandoneon.plural(count, 'note')}")
+                print(bandoneon.for_terminal(f"{scope}\t{bandoneon.plural(count, 'note')}"))
             if not scopes:
                 print(f"no notes in {store.path}")
             return 0
         saved = store.list_sync(args.scope)
         for note in saved:
-            print(f"{note.id}\t{note.date}\t{note.model or 'not embedded yet'}\t{note.text}")
+            print(bandoneon.for_terminal(f"{note.id}\t{note.date}\t{note.model or 'not embedded yet'}\t{note.text}"))
         if not saved:
             print(f"no notes for scope {args.scope!r}")
         return 0
@@ -88,7 +92,7 @@ def forget_command(args: argparse.Namespace) -> int:
             notes_file = NotesFile(args.notes, args.scope)
             numbers = sorted({int(i) for i in (args.ids or range(1, len(notes_file.read()) + 1))}, reverse=True)
             for number in numbers:  # highest first, so the numbers of the others do not move
-                print(f"forgot: {notes_file.forget(number)}")
+                print(bandoneon.for_terminal(f"forgot: {notes_file.forget(number)}"))
             return 0
         if not _store_exists(args.db):
             return _fail(f"no memory store at {args.db or default_memory_path()}: nothing to forget")

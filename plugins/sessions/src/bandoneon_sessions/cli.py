@@ -1,4 +1,9 @@
-"""``bandoneon sessions list|show|delete|fork``."""
+"""``bandoneon sessions list|show|delete|fork``.
+
+What they print from a session (a model's words, a tool's output, whatever is in the file) goes
+through ``bandoneon.for_terminal``: a person sees its control characters written out, and their
+terminal never obeys them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import argparse
 import sys
 import time
 from typing import Any
+
+import bandoneon
 
 from .records import SessionError
 from .stores import default_sessions_path, open_store
@@ -43,7 +50,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"bandoneon sessions: {message}", file=sys.stderr)
+    print(bandoneon.for_terminal(f"bandoneon sessions: {message}"), file=sys.stderr)
     return 2
 
 
@@ -56,7 +63,7 @@ def list_command(args: argparse.Namespace) -> int:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.created_at)) if session.created_at else "?"
         origin = f"\tforked from {session.forked_from}" if session.forked_from else ""
         damage = "\tDAMAGED" if session.damage else ""
-        print(f"{session.session_id}\t{created}\t{len(session.messages)} messages\t{session.usage.total_tokens} tokens{origin}{damage}")
+        print(bandoneon.for_terminal(f"{session.session_id}\t{created}\t{len(session.messages)} messages\t{session.usage.total_tokens} tokens{origin}{damage}"))
     if not sessions:
         print("no saved sessions")
     return 0
@@ -71,10 +78,10 @@ def show_command(args: argparse.Namespace) -> int:
         return _fail(f"there is no session {args.session_id!r}")
     for number, message in enumerate(session.messages):
         calls = "".join(f" -> {c.name}({c.arguments})" for c in message.tool_calls)
-        print(f"{number}\t{message.role}\t{message.content}{calls}")
+        print(bandoneon.for_terminal(f"{number}\t{message.role}\t{message.content}{calls}"))
     print(f"usage: {session.usage.input_tokens} in, {session.usage.output_tokens} out, {session.usage.requests} requests")
     if session.damage:
-        print(f"damage: {session.damage}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"damage: {session.damage}"), file=sys.stderr)
     return 0
 
 
