@@ -353,3 +353,18 @@ def test_cli_shows_what_a_session_holds_without_the_terminal_obeying_it(tmp_path
     assert shown.err.startswith("damage: line 4 cannot be read") and "\\u202e" in shown.err and "\\x9b31m" in shown.err
     assert store.file("s-1").read_bytes() == stored
     assert store.load("s-1").messages[0].content == f"weigh it {HOSTILE}please"
+
+
+@bandoneon.tool
+def list_beans() -> str:
+    """List the bean files."""
+    return "colombia-\udcff.txt"  # a name that is not UTF-8, as os.listdir gives it
+
+
+def test_a_result_or_a_reply_holding_text_no_file_can_hold_is_saved_and_loads_back(store):
+    agent = bandoneon.Agent(ScriptedModel(call("list_beans"), "Only colombia-\ud800."), tools=[list_beans], plugins=[Sessions(session_id="s-1", store=store)], context_files=False)
+    result = agent.run_sync("Which beans \udcff?")
+    assert result.ok and result.text == "Only colombia-\ufffd."
+    saved = store.load("s-1").messages
+    assert list(saved) == agent.messages
+    assert [m.content for m in saved] == ["Which beans \ufffd?", "", "colombia-\ufffd.txt", "Only colombia-\ufffd."]
