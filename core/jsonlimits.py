@@ -51,10 +51,15 @@ def loads_bounded(text: str | bytes, limits: JsonLimits = DEFAULT_JSON_LIMITS) -
     """``json.loads`` within ``limits``; ``JsonLimitError`` (a ``ValueError``) past them."""
     if len(text) > limits.max_bytes:
         raise JsonLimitError(f"the JSON is {len(text)} bytes long, over the limit of {limits.max_bytes}")
+    # Whether the document may decode to a lone surrogate: it has an escape (``\\udc80``), or,
+    # in text, a character past ASCII; in bytes, the UTF-8 form, which ``json.loads`` lets
+    # through. Substring tests first, the pattern only when one hits: most documents have neither.
     if isinstance(text, bytes):
         brackets = text.count(b"[") + text.count(b"{")
+        surrogates = (b"\\u" in text or b"\xed" in text) and _SURROGATE_BYTES.search(text) is not None
     else:
         brackets = text.count("[") + text.count("{")
+        surrogates = ("\\u" in text or not text.isascii()) and _SURROGATE_TEXT.search(text) is not None
     # Measured before decoding, never by catching the decoder's RecursionError: on CPython
     # 3.11 that error leaves the interpreter's depth bookkeeping off (a later compile() fails
     # with "AST constructor recursion depth mismatch").
@@ -64,12 +69,9 @@ def loads_bounded(text: str | bytes, limits: JsonLimits = DEFAULT_JSON_LIMITS) -
         value = json.loads(text)
     except RecursionError:  # only when max_depth is set above the interpreter's own limit
         raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)") from None
-    may_hold_surrogates = _SURROGATE_BYTES.search(text) if isinstance(text, bytes) else _SURROGATE_TEXT.search(text)
-    return _as_unicode_values(value) if may_hold_surrogates else value
+    return _as_unicode_values(value) if surrogates else value
 
 
-#: Where a decoded document may hold a lone surrogate: an escape of one (``\\udc80``), or, in
-#: text, the character itself; in bytes, its UTF-8 form, which ``json.loads`` lets through.
 _SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 _SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
