@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import bandoneon
+
 from .recording import Trace
 from .spans import Span
 from .writer import flush_all, schedule
@@ -117,17 +119,20 @@ class TraceFileError(ValueError):
 def read_jsonl(path: str | os.PathLike[str]) -> list[Span]:
     """Every span of a JSONL trace file. Raises ``TraceFileError`` naming the bad line.
 
-    Traces this process has queued are written first, so a trace is readable once its run ended.
+    Lines are decoded one by one, so bytes that are not UTF-8 (a damaged file) name their line
+    too. Traces this process has queued are written first, so a trace is readable once its run ended.
     """
     flush_all()
     spans: list[Span] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
                 continue
             try:
-                data: Any = json.loads(line)
+                data: Any = bandoneon.loads_bounded(raw.decode("utf-8"))  # a hostile file may nest without end
                 spans.append(Span.from_json(data))
+            except UnicodeDecodeError as exc:
+                raise TraceFileError(f"{path}:{number}: not UTF-8 (byte {exc.start + 1})") from None
             except json.JSONDecodeError as exc:
                 raise TraceFileError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
             except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -4,17 +4,24 @@ The terminal view is a tree with start offsets, durations and a bar per span; ``
 OUT`` writes one self-contained page (inline CSS, no scripts, nothing fetched) with the
 waterfall: model calls blue, tools orange, errors red — the track's colours. Each row opens
 on click to show the span's error and attributes; it reads on a phone as on a desktop.
+
+A trace file may come from someone else, and its names, errors and attributes hold model and
+tool text: both views show that text, never obey it. The terminal view writes out what a
+terminal would act on (``bandoneon.for_terminal``); the page escapes all of it, so a file can
+add no tag, attribute or script.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 import bandoneon
+from bandoneon import for_terminal
 
 from .exporters import TraceFileError, read_jsonl
 from .spans import Span
@@ -22,6 +29,9 @@ from .spans import Span
 __all__ = ["register", "render_html", "render_text"]
 
 BAR_WIDTH = 30
+#: Deeper spans are indented as this deep (their order still shows the tree): past it, a
+#: name no longer fits its column, and a file nesting thousands of spans would push it off screen.
+DEEPEST_INDENT = 10
 
 
 def register(subparsers: Any) -> None:
@@ -42,24 +52,41 @@ def _print_help(parser: argparse.ArgumentParser) -> int:
 
 def show_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    try:
-        spans = read_jsonl(args.file)
-    except FileNotFoundError:
-        print(f"bandoneon trace show: {args.file}: no such file", file=sys.stderr)
-        return 1
-    except TraceFileError as exc:
-        print(f"bandoneon trace show: {exc}", file=sys.stderr)
+    spans = _read(args.file)
+    if spans is None:
         return 1
     if args.trace:
         spans = [s for s in spans if s.trace_id.startswith(args.trace)]
     if not spans:
-        print(f"bandoneon trace show: no spans in {args.file}" + (f" for trace {args.trace}" if args.trace else ""), file=sys.stderr)
+        _complain(f"no spans in {args.file}" + (f" for trace {args.trace}" if args.trace else ""))
         return 1
     out.write(render_text(spans))
     if args.html:
-        bandoneon.write_atomically(args.html, render_html(spans))
-        print(f"wrote {args.html}", file=out)
+        try:
+            bandoneon.write_atomically(args.html, render_html(spans))
+        except OSError as exc:
+            _complain(f"{args.html}: {exc.strerror or exc}")
+            return 1
+        print(for_terminal(f"wrote {args.html}"), file=out)
     return 0
+
+
+def _read(file: str) -> list[Span] | None:
+    """The file's spans, or None once the reason it has none is printed."""
+    try:
+        return read_jsonl(file)
+    except FileNotFoundError:
+        _complain(f"{file}: no such file")
+    except OSError as exc:
+        _complain(f"{file}: {exc.strerror or exc}")
+    except TraceFileError as exc:
+        _complain(str(exc))
+    return None
+
+
+def _complain(message: str) -> None:
+    """An error on stderr; it may quote the file (a bad value), so it is shown, not obeyed."""
+    print(for_terminal(f"bandoneon trace show: {message}"), file=sys.stderr)
 
 
 def group_traces(spans: Sequence[Span]) -> list[list[Span]]:
@@ -70,30 +97,73 @@ def group_traces(spans: Sequence[Span]) -> list[list[Span]]:
 
 
 def _tree(spans: Sequence[Span]) -> list[tuple[int, Span]]:
-    """Spans depth-first in start order, with their depth; orphans are treated as roots."""
+    """Every span exactly once, depth-first in start order, with its depth. Orphans are roots;
+    after their trees, the earliest span no root reaches (a parent cycle's) roots one more, until
+    none is left. Walked with a stack, not recursion: a damaged or hostile file may nest thousands deep."""
     ids = {s.span_id for s in spans}
-    children: dict[str | None, list[Span]] = {}
+    roots: list[Span] = []
+    children: dict[str, list[Span]] = {}
     for span in spans:
-        parent = span.parent_id if span.parent_id in ids else None
-        children.setdefault(parent, []).append(span)
+        parent = span.parent_id
+        if parent is None or parent == span.span_id or parent not in ids:
+            roots.append(span)
+        else:
+            children.setdefault(parent, []).append(span)
     ordered: list[tuple[int, Span]] = []
-
-    def walk(parent: str | None, depth: int) -> None:
-        for span in sorted(children.get(parent, ()), key=lambda s: s.start):
-            ordered.append((depth, span))
-            walk(span.span_id, depth + 1)
-
-    walk(None, 0)
+    shown: set[int] = set()
+    for root in [*_by_start(roots), *_by_start(spans)]:
+        if id(root) not in shown:
+            _walk(root, children, shown, ordered)
     return ordered
 
 
+def _by_start(spans: Sequence[Span]) -> list[Span]:
+    return sorted(spans, key=lambda s: s.start)
+
+
+def _walk(root: Span, children: dict[str, list[Span]], shown: set[int], ordered: list[tuple[int, Span]]) -> None:
+    """Appends ``root`` and what hangs under it. A span id's children are taken once, so a
+    duplicated id does not show them twice; ``shown`` (by object) stops a cycle."""
+    stack = [(0, root)]
+    while stack:
+        depth, span = stack.pop()
+        if id(span) in shown:
+            continue
+        shown.add(id(span))
+        ordered.append((depth, span))
+        stack.extend((depth + 1, child) for child in reversed(_by_start(children.pop(span.span_id, []))))
+
+
+def _indent(depth: int) -> int:
+    return min(depth, DEEPEST_INDENT)
+
+
+def _share(part: float, whole: float) -> float:
+    """``part / whole`` kept within 0..1 (0 when it is not a number): a damaged file's times
+    (an end before its start, spans 1e308 seconds apart) still draw a bar, inside the lane."""
+    share = part / whole
+    return min(max(share, 0.0), 1.0) if math.isfinite(share) else 0.0
+
+
+def _money(cost: Any) -> str:
+    """A cost in dollars; a cost that is not a number (a damaged file) is shown as it is."""
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        try:
+            return f"${cost:.6f}"
+        except OverflowError:  # an int too large for a float
+            pass
+    return f"cost={cost}"
+
+
 def _summary(span: Span) -> str:
+    """One line on tokens, cost, retries and errors. Attribute values are whatever the file
+    holds, so only the cost gets a number format (in ``_money``), the rest is shown as text."""
     a = span.attributes
     parts = []
     if "gen_ai.usage.input_tokens" in a:
         parts.append(f"{a['gen_ai.usage.input_tokens']} in / {a.get('gen_ai.usage.output_tokens', 0)} out")
     if a.get("bandoneon.cost") is not None:
-        parts.append(f"${a['bandoneon.cost']:.6f}")
+        parts.append(_money(a["bandoneon.cost"]))
     if a.get("bandoneon.retries"):
         parts.append(f"{a['bandoneon.retries']} retries")
     if span.kind == "run" and "bandoneon.stop_reason" in a:
@@ -103,20 +173,27 @@ def _summary(span: Span) -> str:
     return "  ".join(parts)
 
 
+def _one_line(text: str) -> str:
+    """Outside text for one row of the terminal view: shown, not obeyed, and kept on its row
+    (a newline in a name or an error would otherwise draw a row of its own)."""
+    return for_terminal(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def render_text(spans: Sequence[Span]) -> str:
+    """The terminal view: a tree per trace with offsets, durations, a bar and a summary."""
     lines: list[str] = []
     for trace in group_traces(spans):
         start = min(s.start for s in trace)
         end = max((s.end or s.start) for s in trace)
         total = max(end - start, 1e-9)
-        lines.append(f"trace {trace[0].trace_id}  {len(trace)} spans  {total * 1000:.1f} ms")
+        lines.append(f"trace {_one_line(trace[0].trace_id)}  {len(trace)} spans  {total * 1000:.1f} ms")
         for depth, span in _tree(trace):
             offset = span.start - start
-            left = int(offset / total * BAR_WIDTH)
-            width = max(1, int(span.duration / total * BAR_WIDTH))
+            left = int(_share(offset, total) * BAR_WIDTH)
+            width = max(1, int(_share(span.duration, total) * BAR_WIDTH))
             bar = " " * left + ("!" if span.status == "error" else "#") * min(width, BAR_WIDTH - left)
-            label = ("  " * depth + span.name)[:48]
-            lines.append(f"  {label:<48} +{offset * 1000:8.1f} ms {span.duration * 1000:8.1f} ms |{bar:<{BAR_WIDTH}}| {_summary(span)}".rstrip())
+            label = ("  " * _indent(depth) + _one_line(span.name))[:48]
+            lines.append(f"  {label:<48} +{offset * 1000:8.1f} ms {span.duration * 1000:8.1f} ms |{bar:<{BAR_WIDTH}}| {_one_line(_summary(span))}".rstrip())
         lines.append("")
     return "\n".join(lines)
 
@@ -151,11 +228,39 @@ summary:hover{background:#f3f4f6}
 """
 
 
+def _html(value: Any, limit: int | None = None) -> str:
+    """Outside text for the page, cut to ``limit`` characters, then escaped (quotes too: it
+    may go in an attribute). ``for_terminal`` first writes out controls, bidi overrides and
+    lone surrogates: they would reorder what a reader sees, and a surrogate cannot even be
+    written to the file as UTF-8."""
+    return html.escape(for_terminal(str(value))[:limit], quote=True)
+
+
 def _detail(span: Span) -> str:
     """What a click on the row opens: the error in full, then every attribute."""
-    rows = "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))[:2000]}</dd>" for k, v in span.attributes.items())
-    message = f"<p class='message'>{html.escape(span.error or 'error')}</p>" if span.status == "error" else ""
+    rows = "".join(f"<dt>{_html(k)}</dt><dd>{_html(v, 2000)}</dd>" for k, v in span.attributes.items())
+    message = f"<p class='message'>{_html(span.error or 'error')}</p>" if span.status == "error" else ""
     return f"<div class='detail'>{message}<dl><dt>duration</dt><dd>{span.duration * 1000:.1f} ms</dd>{rows}</dl></div>"
+
+
+def _tip(span: Span) -> str:
+    """The bar's tooltip: name, duration, error and attributes, as plain text."""
+    tip = f"{span.name}\n{span.duration * 1000:.1f} ms" + (f"\nERROR: {span.error}" if span.status == "error" else "")
+    return tip + "\n" + "\n".join(f"{k} = {v}" for k, v in span.attributes.items())
+
+
+def _row(span: Span, depth: int, start: float, total: float) -> str:
+    """One span's row: label, bar in its lane, summary; its details open on click."""
+    left = _share(span.start - start, total) * 100
+    width = max(_share(span.duration, total) * 100, 0.2)
+    is_error = span.status == "error"
+    colour = _ERROR if is_error else _COLOURS.get(span.kind, "#6b7280")
+    return (
+        f"<details class='span{' error' if is_error else ''}' data-kind='{_html(span.kind)}' data-status='{_html(span.status)}'><summary>"
+        f"<span class='label' style='padding-left:{_indent(depth) * 1.2:.1f}em'>{_html(span.name)}</span>"
+        f"<span class='lane'><span class='bar' title='{_html(_tip(span), 2000)}' style='left:{left:.3f}%;width:{width:.3f}%;background:{colour}'></span></span>"
+        f"<span class='meta'>{span.duration * 1000:.1f} ms {_html(_summary(span))}</span></summary>{_detail(span)}</details>"
+    )
 
 
 def render_html(spans: Sequence[Span]) -> str:
@@ -173,21 +278,9 @@ def render_html(spans: Sequence[Span]) -> str:
         total = max(max((s.end or s.start) for s in trace) - start, 1e-9)
         failed = sum(s.status == "error" for s in trace)
         parts.append(
-            f"<h2>trace {html.escape(trace[0].trace_id)} · {len(trace)} span{'s' if len(trace) != 1 else ''} · {total * 1000:.1f} ms"
+            f"<h2>trace {_html(trace[0].trace_id)} · {len(trace)} span{'s' if len(trace) != 1 else ''} · {total * 1000:.1f} ms"
             + (f" · <span style='color:{_ERROR}'>{failed} failed</span>" if failed else "") + "</h2>"
         )
-        for depth, span in _tree(trace):
-            left = (span.start - start) / total * 100
-            width = max(span.duration / total * 100, 0.2)
-            is_error = span.status == "error"
-            colour = _ERROR if is_error else _COLOURS.get(span.kind, "#6b7280")
-            tip = f"{span.name}\n{span.duration * 1000:.1f} ms" + (f"\nERROR: {span.error}" if is_error else "")
-            tip += "\n" + "\n".join(f"{k} = {v}" for k, v in span.attributes.items())
-            parts.append(
-                f"<details class='span{' error' if is_error else ''}' data-kind='{html.escape(span.kind)}' data-status='{span.status}'><summary>"
-                f"<span class='label' style='padding-left:{depth * 1.2}em'>{html.escape(span.name)}</span>"
-                f"<span class='lane'><span class='bar' title=\"{html.escape(tip[:2000], quote=True)}\" style='left:{left:.3f}%;width:{width:.3f}%;background:{colour}'></span></span>"
-                f"<span class='meta'>{span.duration * 1000:.1f} ms {html.escape(_summary(span))}</span></summary>{_detail(span)}</details>"
-            )
+        parts.extend(_row(span, depth, start, total) for depth, span in _tree(trace))
     parts.append("</body></html>")
     return "".join(parts)

@@ -8,9 +8,10 @@ that ``bandoneon trace show`` reads back.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 
@@ -81,17 +82,55 @@ class Span:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Span:
-        """A span from its JSON form; ``KeyError``/``TypeError`` when a field is missing or wrong."""
+        """A span from its JSON form. A trace file may come from someone else or be damaged,
+        so every field is checked here, where ``read_jsonl`` can name the line: ``KeyError``,
+        ``TypeError`` or ``ValueError`` when a field is missing or wrong."""
         return cls(
             name=str(data["name"]),
-            kind=data["kind"],
+            kind=cast(Kind, _string(data["kind"], "kind")),  # another kind is kept: it is drawn grey
             trace_id=str(data["trace_id"]),
             span_id=str(data["span_id"]),
-            parent_id=data.get("parent_id"),
-            start=float(data["start"]),
-            end=None if data.get("end") is None else float(data["end"]),
-            status=data.get("status", "ok"),
-            error=data.get("error"),
-            attributes=dict(data.get("attributes") or {}),
-            events=[SpanEvent(e["name"], float(e["time"]), dict(e.get("attributes") or {})) for e in data.get("events") or ()],
+            parent_id=_optional_string(data.get("parent_id"), "parent_id"),
+            start=_finite(data["start"], "start"),
+            end=None if data.get("end") is None else _finite(data["end"], "end"),
+            status=_status(data.get("status", "ok")),
+            error=_optional_string(data.get("error"), "error"),
+            attributes=_mapping(data.get("attributes"), "attributes"),
+            events=[SpanEvent(str(e["name"]), _finite(e["time"], "event time"), _mapping(e.get("attributes"), "event attributes")) for e in data.get("events") or ()],
         )
+
+
+def _string(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _optional_string(value: Any, field: str) -> str | None:
+    return None if value is None else _string(value, field)
+
+
+def _finite(value: Any, field: str) -> float:
+    """A time as a float; NaN and infinities are refused, as they would poison every offset
+    and bar of the trace (JSON numbers too big for a float become infinities or overflow)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"{field} is not a finite number")
+    return number
+
+
+def _status(value: Any) -> Literal["ok", "error"]:
+    if value not in ("ok", "error"):
+        raise ValueError("status is neither 'ok' nor 'error'")
+    return value
+
+
+def _mapping(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{field} must be an object, not {type(value).__name__}")
+    return dict(value)
