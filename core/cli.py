@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 import warnings
@@ -26,6 +27,7 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.formatwarning = _one_line_warning
+    _show_logs_on_stderr()
     try:
         parser = build_parser()  # plugins add their commands here
     except BandoneonError as exc:
@@ -51,7 +53,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> str:
-    return f"bandoneon: {category.__name__}: {message}\n"
+    return for_terminal(f"bandoneon: {category.__name__}: {message}") + "\n"
+
+
+class _ShownOnStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A log line for a person on whatever ``sys.stderr`` is when it is written (as Python's
+    last-resort handler does): what it quotes (a tool's error, a server's reply, a traceback of
+    either) is shown, never obeyed (``for_terminal``)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:  # StreamHandler.__init__ sets it; sys.stderr is read instead
+        pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record))
+
+
+def _show_logs_on_stderr() -> None:
+    """Warnings and errors of bandoneon and its plugins on stderr, as Python's last-resort
+    handler would print them (the message, then any traceback), but shown rather than obeyed.
+    Once per process; an application that configured the ``bandoneon`` logger keeps its own."""
+    logger = logging.getLogger("bandoneon")
+    if logger.handlers:
+        return
+    handler = _ShownOnStderr()
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
 
 
 def _help(parser: argparse.ArgumentParser) -> int:

@@ -108,3 +108,16 @@ def test_tools_check_shows_the_error_of_a_sample_run_written_out(here, capsys):
     out = capsys.readouterr().out
     assert "ValueError: Rosa\\x1b]0;x\\x07rio" in out
     assert OBEYED.search(out.replace("\n", "")) is None
+
+
+def test_a_logged_tool_failure_quoting_hostile_text_is_shown_not_obeyed(mock_llm, here, capsys):
+    (here / "shady_tools.py").write_text(
+        "import bandoneon\n\n@bandoneon.tool\ndef fetch_page(url: str) -> str:\n"
+        '    """Fetch a web page and return its text, or say why it could not be fetched."""\n'
+        "    raise RuntimeError('the page said \\x1b]52;c;SGVsbG8=\\x07')\n"
+    )
+    mock_llm.add(Reply(tool_calls=[("fetch_page", {"url": "https://example.com"})]), Reply(text="It failed."))
+    assert cli(["run", "go", "--base-url", mock_llm.base_url, "--model", "mock", "--tools", "shady_tools.py"]) == 0
+    err = capsys.readouterr().err
+    assert "tool fetch_page raised" in err and "the page said \\x1b]52;c;SGVsbG8=\\x07" in err
+    assert OBEYED.search(err.replace("\n", "")) is None
