@@ -1,11 +1,16 @@
 """Shared HTTP plumbing for providers: one httpx client per event loop, error classification,
 server-sent events. Public so provider plugins (Anthropic, embeddings) classify errors the same
 way, and the retry plugin works for all of them unchanged.
+
+Every body is read within the provider's ``json_limits.max_bytes`` (``read_body``), and so is
+every line and event of a stream (``iter_sse``): a server that never stops sending, or sends one
+endless line, is a ``BadResponse``, not a process that fills its memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["HttpClient", "classify_status", "iter_sse", "parse_retry_after", "read_json"]
+__all__ = ["HttpClient", "classify_status", "iter_sse", "parse_retry_after", "read_body", "read_json"]
 
 
 class HttpClient:
@@ -109,27 +114,26 @@ class HttpClient:
         import httpx
 
         try:
-            async with self._pool().slot() as client:
-                response = await client.post(self.url(path), json=body)
+            async with self._pool().slot() as client, client.stream("POST", self.url(path), json=body) as response:
+                content = await read_body(response, self.provider, self.json_limits)
         except httpx.TimeoutException as exc:
             raise NetworkError(f"{self.provider}: the request to {self.url(path)} timed out ({type(exc).__name__})", provider=self.provider) from None
         except httpx.TransportError as exc:
             raise NetworkError(f"{self.provider}: cannot reach {self.url(path)}: {str(exc) or type(exc).__name__}", provider=self.provider) from None
         if response.status_code >= 400:
-            raise classify_status(response.status_code, response.headers, response.text, self.provider, self.json_limits)
-        return read_json(response.content, self.provider, self.json_limits)
+            raise classify_status(response.status_code, response.headers, content.decode("utf-8", "replace"), self.provider, self.json_limits)
+        return read_json(content, self.provider, self.json_limits)
 
     async def get_json(self, path: str) -> Any | None:
         """GET a JSON document; None on any failure (used for optional metadata)."""
         import httpx
 
         try:
-            async with self._pool().slot() as client:
-                response = await client.get(self.url(path))
-            if response.status_code != 200:
-                return None
-            return loads_bounded(response.content, self.json_limits)
-        except (httpx.HTTPError, ValueError):
+            async with self._pool().slot() as client, client.stream("GET", self.url(path)) as response:
+                if response.status_code != 200:
+                    return None
+                return loads_bounded(await read_body(response, self.provider, self.json_limits), self.json_limits)
+        except (httpx.HTTPError, ProviderError, ValueError):
             return None
 
 
@@ -193,6 +197,23 @@ class _Pool:
 _pools_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], _Pool]] = weakref.WeakKeyDictionary()
 
 
+async def read_body(response: httpx.Response, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> bytes:
+    """The body of a streamed ``response``, read within ``limits.max_bytes``: refused (a
+    ``BadResponse``) as soon as it is declared or found to be longer, before the rest is read."""
+    limit = limits.max_bytes
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadResponse(f"{provider}: the server's reply was refused: it is {declared} bytes long, over the limit of {limit}", provider=provider)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise BadResponse(f"{provider}: the server's reply was refused: it is over the limit of {limit} bytes", provider=provider)
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def read_json(content: bytes, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> Any:
     """A reply body as JSON within ``limits``; ``BadResponse`` when it is not JSON or crosses them."""
     try:
@@ -252,18 +273,41 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-async def iter_sse(response: httpx.Response) -> AsyncIterator[tuple[str | None, str]]:
-    """Yield ``(event, data)`` for each server-sent event of a streaming response."""
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+async def iter_sse(response: httpx.Response, limits: JsonLimits = DEFAULT_JSON_LIMITS, provider: str = "the server") -> AsyncIterator[tuple[str | None, str]]:
+    """Yield ``(event, data)`` for each server-sent event of a streaming response. A line or an
+    event's data longer than ``limits.max_bytes`` characters is a ``BadResponse``: lines are
+    split here (CR, LF or CRLF, as the format says), so nothing waits unbounded for a line end."""
+    limit = limits.max_bytes
     event: str | None = None
     data: list[str] = []
-    async for line in response.aiter_lines():
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = None, []
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-        elif line.startswith("event:"):
-            event = line[6:].strip()
+    size = 0
+    rest = ""
+    async for text in response.aiter_text():
+        buffer = rest + text
+        # A CR at the very end may be the first half of a CRLF: kept until the next piece.
+        held = buffer.endswith("\r")
+        *lines, rest = _LINE_END.split(buffer[:-1] if held else buffer)
+        if held:
+            rest += "\r"
+        if len(rest) > limit:
+            raise BadResponse(f"{provider}: the stream was refused: a line is over the limit of {limit} characters", provider=provider)
+        for line in lines:
+            if not line:
+                if data:
+                    yield event, "\n".join(data)
+                event, data, size = None, [], 0
+            elif line.startswith("data:"):
+                size += len(line)
+                if size > limit:
+                    raise BadResponse(f"{provider}: the stream was refused: an event is over the limit of {limit} characters", provider=provider)
+                data.append(line[5:].lstrip(" "))
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+    last = rest.rstrip("\r")
+    if last.startswith("data:"):
+        data.append(last[5:].lstrip(" "))
     if data:
         yield event, "\n".join(data)

@@ -32,7 +32,7 @@ from ..errors import (
 from ..jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ..messages import ModelReply, ModelRequest
 from .base import DeltaCallback, register_provider
-from .http import HttpClient, classify_status, iter_sse, read_json
+from .http import HttpClient, classify_status, iter_sse, read_body, read_json
 from .openai_wire import (
     PLAIN,
     ChunkAssembler,
@@ -145,11 +145,11 @@ class OpenAICompatible:
         assembler = ChunkAssembler(on_delta, think_tags=self.wire.think_tags)
         try:
             async with self._http.stream("POST", "/chat/completions", json=body) as response:
+                limits = self._http.json_limits
                 if response.status_code >= 400:
-                    raise classify_status(
-                        response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name, self._http.json_limits
-                    )
-                async for _, data in iter_sse(response):
+                    error_body = await read_body(response, self.name, limits)
+                    raise classify_status(response.status_code, response.headers, error_body.decode("utf-8", "replace"), self.name, limits)
+                async for _, data in iter_sse(response, limits, self.name):
                     if data.strip() == "[DONE]":
                         break
                     chunk = read_json(data.encode(), self.name, self._http.json_limits)

@@ -34,6 +34,7 @@ from bandoneon import (
     classify_status,
     in_range,
     iter_sse,
+    read_body,
     read_json,
 )
 
@@ -164,10 +165,12 @@ class AnthropicProvider:
         reader = _StreamReader(self.name, on_delta)
         try:
             async with self._http.stream("POST", "/messages", json=body) as response:
-                if response.status_code >= 400:
-                    raise classify_status(response.status_code, response.headers, (await response.aread()).decode("utf-8", "replace"), self.name)
-                async for event, data in iter_sse(response):
-                    if await reader.feed(event, read_json(data.encode(), self.name)):
+                limits = self._http.json_limits
+                if response.status_code >= 400:  # the body within the limits too: a server may never stop sending
+                    error_body = await read_body(response, self.name, limits)
+                    raise classify_status(response.status_code, response.headers, error_body.decode("utf-8", "replace"), self.name, limits)
+                async for event, data in iter_sse(response, limits, self.name):
+                    if await reader.feed(event, read_json(data.encode(), self.name, limits)):
                         break
         except httpx.TransportError as exc:
             if reader.delivered:
