@@ -7,12 +7,12 @@ Wire formats live in the providers, never here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from .jsonlimits import loads_bounded
 from .parts import Part
 
 __all__ = [
@@ -40,8 +40,9 @@ class ToolCall:
     arguments: str = "{}"
 
     def parsed_arguments(self) -> Any:
-        """The arguments decoded from JSON; raises ``json.JSONDecodeError`` when they are broken."""
-        return json.loads(self.arguments or "{}")
+        """The arguments decoded from JSON within the default ``JsonLimits``; a ``ValueError``
+        (``json.JSONDecodeError``, or ``JsonLimitError`` past the limits) when they are broken."""
+        return loads_bounded(self.arguments or "{}")
 
 
 @attrs.frozen

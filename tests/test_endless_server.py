@@ -35,7 +35,7 @@ class EndlessServer:
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-            while (line := await reader.readline()) not in (b"\r\n", b""):
+            while await reader.readline() not in (b"\r\n", b""):
                 pass  # the request's headers; its body is not needed
             writer.write(self.head + self.start)
             while self.sent < 200 * LIMIT:  # a bound for the test itself, far past the limit

@@ -8,6 +8,7 @@ import json
 import os
 
 import bandoneon
+import pytest
 from bandoneon.jsonlimits import loads_bounded
 from bandoneon.testing import Reply, ScriptedModel, call
 from hypothesis import given, settings
@@ -65,3 +66,10 @@ def test_what_loads_bounded_returns_can_always_be_written_as_utf8(value, as_byte
     json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     if "\\ud" not in text.lower():
         assert parsed == json.loads(text)  # anything else comes back exactly
+
+
+def test_parsed_arguments_are_bounded_like_any_json_from_outside():
+    deep = bandoneon.ToolCall("c1", "x", "[" * 50_000 + "]" * 50_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        deep.parsed_arguments()
+    assert bandoneon.ToolCall("c2", "x", '{"a": "\\udc80"}').parsed_arguments() == {"a": "\ufffd"}

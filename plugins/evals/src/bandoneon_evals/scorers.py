@@ -10,7 +10,6 @@ other cases go on.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -293,8 +292,8 @@ class Judge:
         if fenced:
             body = fenced.group(1)
         try:
-            data = json.loads(body)
-        except json.JSONDecodeError:
+            data = bandoneon.loads_bounded(body)  # the judge model's answer: it may nest without end
+        except ValueError:
             raise JudgeError(f"the judge did not answer JSON: {text[:200]!r}") from None
         if not isinstance(data, dict) or "score" not in data:
             raise JudgeError(f"the judge's JSON has no 'score': {text[:200]!r}")

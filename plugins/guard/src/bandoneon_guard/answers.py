@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import bandoneon
+
 __all__ = ["clean_answer"]
 
 
@@ -19,7 +21,7 @@ def clean_answer(text: str, clean: Callable[[str], str], *, is_typed: bool) -> s
     if not is_typed:
         return clean(text)
     try:
-        document = json.loads(text)
+        document = bandoneon.loads_bounded(text)  # the model's text: it may nest without end
     except ValueError:
         return clean(text)
     changed = False

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from bandoneon import BadResponse, ConfigError, DeltaCallback, Message, ModelRequest, ToolCall, ToolSpec
+from bandoneon import BadResponse, ConfigError, DeltaCallback, Message, ModelRequest, ToolCall, ToolSpec, loads_bounded
 
 __all__ = [
     "DEFAULT_STRING_CAP",
@@ -291,7 +291,7 @@ class ReplyDecoder:
         if self.shape.is_plain:
             return Message.assistant(text)
         try:
-            data = json.loads(text)
+            data = loads_bounded(text)  # the model's text: bounded like any JSON from outside
         except ValueError:
             data = None
         if isinstance(data, dict) and isinstance(data.get(_TOOL), str):

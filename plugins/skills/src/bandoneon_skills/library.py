@@ -13,7 +13,6 @@ an override: nothing says which should win. The first one registered is kept.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -178,8 +177,8 @@ class Library:
 
     def _loaded_name(self, call: bandoneon.ToolCall, kind: str) -> str | None:
         try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
+            arguments = bandoneon.loads_bounded(call.arguments or "{}")  # the model's: it may nest without end
+        except ValueError:
             return None
         if not isinstance(arguments, dict):
             return None
