@@ -7,6 +7,15 @@ import pytest
 
 
 @pytest.fixture
+def here(tmp_path, monkeypatch):
+    """A fresh working folder for a command, with no model or config chosen by the environment."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("BANDONEON_MODEL", "BANDONEON_BASE_URL", "OPENAI_BASE_URL", "BANDONEON_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
+
+
+@pytest.fixture
 def bare_agent():
     """An agent factory with no plugins and no context files: the core alone."""
 

@@ -11,14 +11,6 @@ from bandoneon.cli import main as cli
 from bandoneon.testing import Fault, Reply, ScriptedModel
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for var in ("BANDONEON_MODEL", "BANDONEON_BASE_URL", "OPENAI_BASE_URL", "BANDONEON_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
-
-
 def test_run_prints_the_answer_and_exits_0(mock_llm, here, capsys):
     mock_llm.add(Reply(text="Rain tomorrow."))
     assert cli(["run", "rain?", "--base-url", mock_llm.base_url, "--model", "mock"]) == 0

@@ -8,7 +8,6 @@ import re
 import unicodedata
 
 import bandoneon
-import pytest
 from bandoneon.cli import main as cli
 from bandoneon.testing import Fault, Reply
 from hypothesis import given, settings
@@ -63,14 +62,6 @@ def test_the_hostile_sample_is_written_out_where_a_person_can_read_it():
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for var in ("BANDONEON_MODEL", "BANDONEON_BASE_URL", "OPENAI_BASE_URL", "BANDONEON_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
 
 
 def test_run_shows_a_hostile_answer_on_a_terminal(mock_llm, here, monkeypatch):
