@@ -214,8 +214,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     reply = await call_model(run, request)
     if len(reply.message.tool_calls) > 1:
         reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
-    if reply.message.tool_calls or reply.message.thinking or not reply.message.content.isascii():
-        reply = _as_unicode_reply(reply)
+    reply = _as_unicode_reply(reply)
     message = reply.message
     run.append(message)
     if run.wants_events and (delivering := run._emit(run, AssistantMessage(run.run_id, run.turn, message, reply.finish_reason, reply.model))) is not None:
@@ -364,6 +363,8 @@ def _as_unicode_reply(reply: ModelReply) -> ModelReply:
     (an embedded model, a third party's, a test double) may hand one over, and no store could
     write the history then."""
     message = reply.message
+    if message.content.isascii() and not message.thinking and all(c.arguments.isascii() for c in message.tool_calls):
+        return reply  # every turn but a rare one: nothing to look at, nothing built
     content = as_unicode(message.content)
     calls = tuple(c if (a := as_unicode(c.arguments)) is c.arguments else attrs.evolve(c, arguments=a) for c in message.tool_calls)
     thinking = tuple(t if (x := as_unicode(t.text)) is t.text else attrs.evolve(t, text=x) for t in message.thinking)

@@ -153,7 +153,8 @@ def split_prompt(prompt: Prompt) -> tuple[str, tuple[Part, ...]]:
         if isinstance(item, str):
             parts.append(TextPart(as_unicode(item)))
         elif isinstance(item, TextPart):
-            parts.append(TextPart(as_unicode(item.text)))
+            text = as_unicode(item.text)
+            parts.append(item if text is item.text else TextPart(text))
         elif isinstance(item, (ImagePart, FilePart)):
             parts.append(item)
         else:
