@@ -12,17 +12,19 @@ import functools
 import inspect
 import operator
 import types
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from . import hookspecs
 from .decisions import FinalAnswer, SendBack
-from .errors import BandoneonError, ConfigError, PluginError
+from .errors import ConfigError, PluginError
 from .markers import PROJECT, Calls, CallStyle, call_style
 from .plugins import installed_hookspecs, installed_plugins, plugin_name, published_hookspecs
+from .dispatch import Binder, Callers, Impl, compile_binder, not_a_coroutine, raise_named, resumed, start
 from .hooktiming import HookProfile, clock
 from .logs import deferred_logger
 
@@ -61,7 +63,7 @@ class _Declaration:
     shape: int = attrs.field(init=False, eq=False)
     pick: Callable[[dict[str, Any]], Any] | None = attrs.field(init=False, eq=False)
     #: The plain function of the plugin's class that pluggy binds to the instance, when that is
-    #: what the implementation is (almost always): then one ``_Impl`` per plan serves every
+    #: what the implementation is (almost always): then one ``Impl`` per plan serves every
     #: agent, calling it with the agent's instance, and a new agent binds nothing. None for
     #: anything else (a module's function, a static or class method, a function set on an
     #: instance, a process-wide hook called on a class): bound to each agent's plugin.
@@ -71,23 +73,6 @@ class _Declaration:
         general = bool(self.kwargnames) or not self.argnames
         object.__setattr__(self, "shape", 0 if general else min(len(self.argnames), 2))
         object.__setattr__(self, "pick", None if general else operator.itemgetter(*self.argnames))
-
-
-@attrs.define(eq=False)
-class _Impl:
-    """One implementation as ``_start`` calls it: ``function`` with the instance of the plugin at
-    ``position`` in the agent's plugins first (a function shared by every agent of a plan), or,
-    with ``position`` -1, ``function`` bound to one agent's plugin already. Plain slots (a frozen
-    class pays ``object.__setattr__`` per field); never changed."""
-
-    plugin: str
-    function: Callable[..., Any]
-    position: int
-    shape: int  # see _Declaration.shape
-    pick: Callable[[dict[str, Any]], Any] | None
-    argnames: tuple[str, ...]
-    kwargnames: tuple[str, ...]
-    is_async: bool
 
 
 @functools.cache
@@ -101,6 +86,12 @@ def _styles(specs: SpecModules) -> dict[str, CallStyle]:
                     raise PluginError(f"hook {name!r} is declared twice (again by {module.__name__}); a hook has one owner", hook=name)
                 styles[name] = call_style(value)
     return styles
+
+
+@functools.cache
+def _argnames(specs: SpecModules) -> dict[str, tuple[str, ...]]:
+    """Hook name -> its arguments in the spec's order, for every spec in ``specs``."""
+    return {name: tuple(inspect.signature(spec).parameters) for module in specs for name, spec in vars(module).items() if name in _styles(specs)}
 
 
 def _process_wide_specs(specs: SpecModules) -> dict[str, Callable[..., Any]]:
@@ -225,41 +216,7 @@ def _attribute_of(plugin: object, function: Callable[..., Any]) -> str:
     raise PluginError(f"plugin {plugin_name(plugin)!r}: cannot find the attribute of {function!r}")
 
 
-def _raise_named(exc: Exception, impl: _Impl, hook: str) -> NoReturn:
-    """Raise what ``_named`` makes of ``exc`` (the error itself, or a ``PluginError`` from it)."""
-    named = _named(exc, impl, hook)
-    if named is exc:
-        raise exc
-    raise named from exc
-
-
-def _named(exc: Exception, impl: _Impl, hook: str) -> Exception:
-    """The error a plugin raised, with the plugin named: a bandoneon error keeps its type (a note
-    says where it came from), anything else becomes a ``PluginError``."""
-    if isinstance(exc, BandoneonError):
-        exc.add_note(f"raised by plugin {impl.plugin!r} in {hook}")
-        return exc
-    return PluginError(f"plugin {impl.plugin!r} failed in {hook}: {type(exc).__name__}: {exc}", plugin=impl.plugin, hook=hook)
-
-
-def _not_a_coroutine(result: Any, impl: _Impl, hook: str) -> Any:
-    """``result``, unless a plain function answered a coroutine where nothing can await it (a
-    hook declared sync): refused, naming the plugin."""
-    if isinstance(result, types.CoroutineType):
-        result.close()
-        raise PluginError(f"plugin {impl.plugin!r}: {hook} must not be async (it returned a coroutine)", plugin=impl.plugin, hook=hook)
-    return result
-
-
-def _resumed(impl: _Impl, waiting: Any, impls: tuple[_Impl, ...]) -> tuple[_Impl, ...]:
-    """The calls ``_run`` has left when ``impl``, called on the spot by ``now``, answered the
-    coroutine ``waiting``: awaiting it (as if ``impl`` were async, so errors name it), then
-    the implementations after ``impl``."""
-    pending = _Impl(impl.plugin, lambda: waiting, -1, 0, None, (), (), True)
-    return (pending, *impls[impls.index(impl) + 1 :])
-
-
-def _sends_back(verdict: object, impl: _Impl) -> bool:
+def _sends_back(verdict: object, impl: Impl) -> bool:
     """Whether ``check_answer``'s non-None ``verdict`` sends the answer back (else it is the
     rewritten answer); anything but a ``SendBack`` or a ``FinalAnswer`` is refused, naming ``impl``."""
     if isinstance(verdict, SendBack):
@@ -267,27 +224,6 @@ def _sends_back(verdict: object, impl: _Impl) -> bool:
     if not isinstance(verdict, FinalAnswer):
         raise PluginError(f"plugin {impl.plugin!r}: check_answer must return None, a FinalAnswer or SendBack, got {verdict!r}", plugin=impl.plugin, hook="check_answer")
     return False
-
-
-def _start(impl: _Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, ...]) -> Any:
-    """Call ``impl`` with the arguments it names (after the agent's instance of its plugin, for a
-    shared function): its result, or the awaitable of an async one. The one place an
-    implementation is called (a module function: the hot path of every hook call, where a
-    method lookup per call shows), but for ``now``'s plugin methods, the most frequent calls
-    of a run, which it makes inline in the same way (a frame less each)."""
-    try:
-        shape = impl.shape
-        if shape:
-            arguments = impl.pick(kwargs) if shape == 2 else (impl.pick(kwargs),)  # type: ignore[misc]
-            if impl.position < 0:
-                return impl.function(*arguments)
-            return impl.function(plugins[impl.position], *arguments)
-        positional = [kwargs[a] for a in impl.argnames]
-        if impl.position >= 0:
-            positional.insert(0, plugins[impl.position])
-        return impl.function(*positional, **{a: kwargs[a] for a in impl.kwargnames})
-    except Exception as exc:
-        _raise_named(exc, impl, hook)
 
 
 @attrs.frozen
@@ -301,7 +237,7 @@ class _Plan:
     styles: dict[str, CallStyle]
     #: Every hook in force, each with its implementations in calling order: the shared ones
     #: (``_Declaration.shared``), and None where a new agent binds its own plugin's.
-    impls: dict[str, tuple[_Impl | None, ...]]
+    impls: dict[str, tuple[Impl | None, ...]]
     #: The hooks with an implementation to bind per agent, with their (position, declaration)
     #: entries; empty for the usual plugins, whose agents then share ``impls`` as it is.
     to_bind: tuple[tuple[str, tuple[tuple[int, _Declaration], ...]], ...]
@@ -311,6 +247,14 @@ class _Plan:
     sync_hooks: frozenset[str]
     #: Some plugin asks people about ``needs_approval`` tools (``Plugin.handles_approvals``).
     handles_approvals: bool
+    #: Per hook, its arguments in the spec's order.
+    argnames: dict[str, tuple[str, ...]]
+    #: The hooks implemented whose implementations are all plain functions: unmeasured, their
+    #: callers are bound when an agent is built.
+    bound_hooks: tuple[str, ...]
+    #: The compiled binders of hook callers (``dispatch``), by the hooks each binds, once asked
+    #: for: the shape of the implementations is the same for every agent of the plan.
+    binders: dict[tuple[str, ...], Binder] = attrs.field(factory=dict, eq=False)
 
 
 _plans: dict[tuple[object, ...], _Plan] = {}
@@ -367,10 +311,10 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: t
             )
     order = tuple((hook, tuple(entry for *_, entry in sorted(entries, key=_rank))) for hook, entries in ranked.items())
     names = tuple(plugin_name(kind) for kind in kinds)
-    impls: dict[str, tuple[_Impl | None, ...]] = {hook: () for hook in styles}
+    impls: dict[str, tuple[Impl | None, ...]] = {hook: () for hook in styles}
     for hook, entries in order:
         impls[hook] = tuple(
-            None if d.shared is None else _Impl(names[position], d.shared, position, d.shape, d.pick, d.argnames, d.kwargnames, d.is_async)
+            None if d.shared is None else Impl(names[position], d.shared, position, d.shape, d.pick, d.argnames, d.kwargnames, d.is_async)
             for position, d in entries
         )
     return _Plan(
@@ -382,6 +326,8 @@ def _make_plan(plugins: tuple[object, ...], kinds: tuple[object, ...], unused: t
         implemented=frozenset(hook for hook, _ in order),
         sync_hooks=frozenset(styles).difference(hook for hook, entries in order if any(d.is_async for _, d in entries)),
         handles_approvals=any(getattr(kind, "handles_approvals", False) for kind in kinds),
+        argnames=_argnames(specs),
+        bound_hooks=tuple(hook for hook, entries in order if not any(d.is_async for _, d in entries)),
     )
 
 
@@ -406,10 +352,10 @@ def _as_is(text: str) -> str:
     return text
 
 
-def _bound(plugin: object, name: str, d: _Declaration) -> _Impl:
+def _bound(plugin: object, name: str, d: _Declaration) -> Impl:
     """The implementation ``d`` bound to this agent's ``plugin`` (one that is not a shared function)."""
     function = types.MethodType(getattr(plugin, d.attribute), plugin) if d.binds_class else getattr(plugin, d.attribute)
-    return _Impl(name, function, -1, d.shape, d.pick, d.argnames, d.kwargnames, d.is_async)
+    return Impl(name, function, -1, d.shape, d.pick, d.argnames, d.kwargnames, d.is_async)
 
 
 class Hooks:
@@ -438,6 +384,7 @@ class Hooks:
             twice = next(name for name in names if names.count(name) > 1)
             raise ConfigError(f"plugin {twice!r} is activated twice in one agent; pass it once")
         self.specs: SpecModules = plan.specs
+        self._plan = plan
         self._styles = plan.styles
         impls = plan.impls
         if plan.to_bind:  # a module's functions, static methods, functions set on an instance...
@@ -447,7 +394,7 @@ class Hooks:
                     shared if shared is not None else _bound(plugins[position], names[position], d)
                     for shared, (position, d) in zip(plan.impls[hook], entries, strict=True)
                 )
-        self._impls: dict[str, tuple[_Impl, ...]] = impls  # type: ignore[assignment]  # every None bound above
+        self._impls: dict[str, tuple[Impl, ...]] = impls  # type: ignore[assignment]  # every None bound above
         self._implemented = plan.implemented
         self._sync_hooks = plan.sync_hooks
         #: The hooks ``now`` answers on the spot: every all-sync hook, unmeasured; measured,
@@ -460,6 +407,9 @@ class Hooks:
         #: it holds the rules' plugins, not the agent, so a store may keep it and redact later
         #: (``Agent.text_redaction``). The hook is declared sync, so it is never measured.
         self.text_redaction: Callable[[str], str] | None = self._text_redaction()
+        #: Each hook's call compiled for these implementations (``dispatch``):
+        #: ``hooks.callers["before_turn"](run)`` answers what ``now("before_turn", {"run": run})`` does.
+        self.callers = self._bound_callers()
 
     def measure(self, *, timeout: float | None, profile: HookProfile | None) -> None:
         """Time every hook call into ``profile``, and/or fail a call of an async hook that takes
@@ -474,12 +424,13 @@ class Hooks:
         self._direct = timeout is None and profile is None
         self._now = self._sync_hooks if self._direct else frozenset(h for h in self._sync_hooks if self._styles[h].is_sync)
         self._sinks = self._straight("on_event", ("run", "event"))
+        self.callers = self._bound_callers()  # what is answered on the spot changed
         if self._direct:
             self.__dict__.pop("_invoke", None)
         else:
             self._invoke = self._measured_invoke  # type: ignore[method-assign]
 
-    async def _measured_invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+    async def _measured_invoke(self, impl: Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         profile = self._profile
         if profile is None:
             return await self._limited_invoke(impl, hook, kwargs)
@@ -492,7 +443,7 @@ class Hooks:
         finally:
             profile.record(impl.plugin, hook, wall, clock()[1] - started, kwargs.get("run"), failed)
 
-    async def _limited_invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+    async def _limited_invoke(self, impl: Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` under ``hook_timeout`` for an async implementation (a sync one cannot be cut)."""
         if self._timeout is None or not impl.is_async:
             return await Hooks._invoke(self, impl, hook, kwargs)
@@ -526,15 +477,15 @@ class Hooks:
                 result = sink(run, event)
             except Exception as exc:
                 try:
-                    _raise_named(exc, impl, "on_event")  # as ``now``: a bandoneon error goes on up
+                    raise_named(exc, impl, "on_event")  # as ``now``: a bandoneon error goes on up
                 except PluginError as named:
                     _log.warning("%s (observer errors are not fatal)", named)
                 continue
             if result is not None and type(result) is types.CoroutineType:  # it has to wait
-                return self._run("on_event", {"run": run, "event": event}, _resumed(impl, result, self._impls["on_event"]))
+                return self._run("on_event", {"run": run, "event": event}, resumed(impl, result, self._impls["on_event"]))
         return None
 
-    def _straight(self, hook: str, argnames: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], _Impl], ...] | None:
+    def _straight(self, hook: str, argnames: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], Impl], ...] | None:
         """Per implementation of ``hook``, when they are all plain functions taking exactly
         ``argnames`` and calls are unmeasured: the callable to call with those arguments (bound to
         its plugin) and the implementation. None when any of that does not hold."""
@@ -561,9 +512,9 @@ class Hooks:
                 try:
                     result = function(text)
                 except Exception as exc:
-                    _raise_named(exc, impl, "redact_text")
+                    raise_named(exc, impl, "redact_text")
                 if result is not None:
-                    text = _not_a_coroutine(result, impl, "redact_text")
+                    text = not_a_coroutine(result, impl, "redact_text")
             return text
 
         return redact
@@ -578,21 +529,21 @@ class Hooks:
 
     # -------- the one call path
 
-    async def _invoke(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+    async def _invoke(self, impl: Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """Call one implementation as pluggy would, await it if it is async, name it in errors."""
-        result = _start(impl, hook, kwargs, self.plugins)
+        result = start(impl, hook, kwargs, self.plugins)
         return await self._finish(impl, hook, result) if impl.is_async or type(result) is types.CoroutineType else result
 
     @staticmethod
-    async def _finish(impl: _Impl, hook: str, awaitable: Any) -> Any:
+    async def _finish(impl: Impl, hook: str, awaitable: Any) -> Any:
         try:
             return await awaitable
         except Exception as exc:
-            _raise_named(exc, impl, hook)
+            raise_named(exc, impl, hook)
 
-    def _invoke_sync(self, impl: _Impl, hook: str, kwargs: dict[str, Any]) -> Any:
+    def _invoke_sync(self, impl: Impl, hook: str, kwargs: dict[str, Any]) -> Any:
         """``_invoke`` for hooks called outside the event loop (their implementations are plain functions)."""
-        return _not_a_coroutine(_start(impl, hook, kwargs, self.plugins), impl, hook)
+        return not_a_coroutine(start(impl, hook, kwargs, self.plugins), impl, hook)
 
     async def call(self, spec: Callable[..., Any], /, **kwargs: Any) -> Any:
         """Call the hook ``spec`` (a core hookspec or one a plugin publishes) in its declared style.
@@ -618,48 +569,47 @@ class Hooks:
         works it out (also when a plain function answers a coroutine: it has to wait, and the
         rest of the calls wait with it). No hook's answer is a coroutine, so the loop tells the
         two apart with ``if type(answer) is CoroutineType: answer = await answer``. Hooks
-        declared sync are always answered here; a coroutine from one of them is refused."""
-        if hook not in self._now:
-            return self._run(hook, kwargs)
-        style = self._styles[hook]
-        calls = style.calls
-        plugins = self.plugins
-        impls = self._impls[hook]
-        results: list[Any] | None = [] if calls is _COLLECTING else None
-        for impl in impls:
-            try:
-                shape = impl.shape
-                if shape and impl.position >= 0:  # a plugin's method (most): called here, no _start frame
-                    try:
-                        if shape == 1:
-                            result = impl.function(plugins[impl.position], impl.pick(kwargs))  # type: ignore[misc]
-                        else:
-                            result = impl.function(plugins[impl.position], *impl.pick(kwargs))  # type: ignore[misc]
-                    except Exception as exc:
-                        _raise_named(exc, impl, hook)
-                else:
-                    result = _start(impl, hook, kwargs, plugins)
-                if result is None:
-                    continue
-                if type(result) is types.CoroutineType:
-                    if style.is_sync:
-                        _not_a_coroutine(result, impl, hook)
-                    return self._run(hook, kwargs, _resumed(impl, result, impls), results)
-            except PluginError as exc:
-                if calls is not _OBSERVING:
-                    raise
-                _log.warning("%s (observer errors are not fatal)", exc)
-                continue
-            if calls is _FIRST:
-                return result
-            if calls is _CHAINED:
-                chained: str = style.chains  # type: ignore[assignment]
-                kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
-            elif calls is _COLLECTING:
-                results.append(result)  # type: ignore[union-attr]  # collecting: a list
-        if calls is _CHAINED:
-            return kwargs[style.chains]  # type: ignore[index]
-        return results
+        declared sync are always answered here; a coroutine from one of them is refused.
+
+        The loop calls ``callers[hook](...)`` instead, with the arguments by position: the same
+        answer, without the dict."""
+        style = self._style(hook)
+        if not self._impls[hook]:  # nobody implements it (most of the hooks an agent calls once): nothing to bind
+            return kwargs[style.chains] if style.chains is not None else [] if style.calls is _COLLECTING else None
+        return self.callers[hook](*[kwargs[name] for name in self._plan.argnames[hook]])
+
+    def _bound_callers(self) -> Callers:
+        """The callers of every hook answered on the spot that some plugin implements, bound
+        in one call (a new agent's hooks are called in its first run: bound one by one, each
+        would cost a lookup that fails and a call of its own)."""
+        me = weakref.ref(self)
+        callers = Callers(me)
+        if self._direct:
+            self._binder(self._plan.bound_hooks)(callers, me, self._impls, self.plugins)
+        return callers
+
+    def _binder(self, hooks: tuple[str, ...]) -> Binder:
+        binders = self._plan.binders
+        binder = binders.get(hooks)
+        if binder is None:
+            plan, impls = self._plan, self._impls
+            binder = binders[hooks] = compile_binder([(hook, plan.argnames[hook], plan.styles[hook], impls[hook]) for hook in hooks])
+        return binder
+
+    def _compiled(self, hook: str) -> Callable[..., Any] | None:
+        """The caller ``callers`` lacks for ``hook`` (None: no spec declares it)."""
+        if hook not in self._styles:
+            return None
+        me, argnames = weakref.ref(self), self._plan.argnames[hook]
+        if hook not in self._now:  # an implementation is async, or calls are measured: it waits
+
+            def waiting(*arguments: Any) -> Any:
+                return me()._run(hook, dict(zip(argnames, arguments, strict=True)))  # type: ignore[union-attr]  # called through the registry
+
+            return waiting
+        found = Callers(me)
+        self._binder((hook,))(found, me, self._impls, self.plugins)
+        return found[hook]
 
     def _style(self, hook: str) -> CallStyle:
         style = self._styles.get(hook)
@@ -667,7 +617,7 @@ class Hooks:
             raise PluginError(f"no active or installed plugin declares a hook named {hook!r}", hook=hook)
         return style
 
-    async def _run(self, hook: str, kwargs: dict[str, Any], impls: tuple[_Impl, ...] | None = None, results: list[Any] | None = None) -> Any:
+    async def _run(self, hook: str, kwargs: dict[str, Any], impls: tuple[Impl, ...] | None = None, results: list[Any] | None = None) -> Any:
         """Call every implementation of ``hook`` in order, awaiting what has to wait: an async
         one's answer, or a coroutine a plain function answered. From ``now``, ``impls`` and
         ``results`` are where it stopped: the implementations left and the answers so far."""
@@ -682,12 +632,12 @@ class Hooks:
         for impl in impls:
             try:
                 if direct:
-                    result = _start(impl, hook, kwargs, plugins)
+                    result = start(impl, hook, kwargs, plugins)
                     if impl.is_async or type(result) is types.CoroutineType:
                         try:  # awaited here, not in _finish: one coroutine less per async call
                             result = await result
                         except Exception as exc:
-                            _raise_named(exc, impl, hook)
+                            raise_named(exc, impl, hook)
                 else:
                     result = await self._invoke(impl, hook, kwargs)
             except PluginError as exc:
@@ -757,21 +707,21 @@ class Hooks:
             return self._check_answer(answer, kwargs, impls)
         plugins = self.plugins
         for impl in impls:
-            verdict = _start(impl, "check_answer", kwargs, plugins)
+            verdict = start(impl, "check_answer", kwargs, plugins)
             if verdict is None:
                 continue
             if type(verdict) is types.CoroutineType:
-                return self._check_answer(kwargs["answer"], kwargs, _resumed(impl, verdict, impls))
+                return self._check_answer(kwargs["answer"], kwargs, resumed(impl, verdict, impls))
             if _sends_back(verdict, impl):
                 return verdict
             kwargs["answer"] = verdict
         return kwargs["answer"]
 
-    async def _check_answer(self, answer: FinalAnswer, kwargs: dict[str, Any], impls: tuple[_Impl, ...]) -> FinalAnswer | SendBack:
+    async def _check_answer(self, answer: FinalAnswer, kwargs: dict[str, Any], impls: tuple[Impl, ...]) -> FinalAnswer | SendBack:
         direct, plugins = self._direct, self.plugins
         for impl in impls:
             if direct:  # as in _run: a sync implementation is called without a coroutine
-                verdict = _start(impl, "check_answer", kwargs, plugins)
+                verdict = start(impl, "check_answer", kwargs, plugins)
                 if impl.is_async or type(verdict) is types.CoroutineType:
                     verdict = await Hooks._finish(impl, "check_answer", verdict)
             else:

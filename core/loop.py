@@ -70,7 +70,7 @@ async def run_loop(run: RunContext) -> RunResult:
     error: BaseException | None = None
     deadline = None if agent.run_timeout is None else asyncio.get_running_loop().time() + agent.run_timeout
     try:
-        if hooks.implements(hookspecs.before_run) and type(ran := hooks.now("before_run", {"run": run})) is CoroutineType:
+        if hooks.implements(hookspecs.before_run) and type(ran := hooks.callers["before_run"](run)) is CoroutineType:
             await ran
         try:
             if deadline is None:
@@ -175,7 +175,7 @@ async def _finish(run: RunContext, result: RunResult) -> None:
         delivering = run._emit(run, RunEnd(run.run_id, result.stop, result.turns, result.usage, error))
         if delivering is not None:
             await delivering
-    if hooks.implements(hookspecs.after_run) and type(ran := hooks.now("after_run", {"run": run, "result": result})) is CoroutineType:
+    if hooks.implements(hookspecs.after_run) and type(ran := hooks.callers["after_run"](run, result)) is CoroutineType:
         await ran
 
 
@@ -204,7 +204,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     spec = run.output
     run.turn += 1
     if hooks.implements(hookspecs.before_turn):
-        answer = hooks.now("before_turn", {"run": run})
+        answer = hooks.callers["before_turn"](run)
         stop: Stop | None = await answer if type(answer) is CoroutineType else answer
         if stop is not None:
             return stop
@@ -238,7 +238,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         else:
             results = await run_tools(run, message.tool_calls)
     turn = Turn(run.turn, reply, results)
-    if hooks.implements(hookspecs.after_turn) and type(ran := hooks.now("after_turn", {"run": run, "turn": turn})) is CoroutineType:
+    if hooks.implements(hookspecs.after_turn) and type(ran := hooks.callers["after_turn"](run, turn)) is CoroutineType:
         await ran
     if run.wants_events and (delivering := run._emit(run, TurnEnd(run.run_id, run.turn, reply.usage))) is not None:
         await delivering
@@ -266,7 +266,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
         return count_invalid(run, rounds, problem)
     if not hooks.implements(hookspecs.should_stop):
         return None
-    answer = hooks.now("should_stop", {"run": run, "turn": turn})
+    answer = hooks.callers["should_stop"](run, turn)
     stop = await answer if type(answer) is CoroutineType else answer
     if stop is not None and spec is not None and stop.is_answer:
         try:
@@ -283,7 +283,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
     hooks = agent.hooks
     system_prompt = run.system_prompt
     if hooks.implements(hookspecs.system_prompt_sections):
-        answer = hooks.now("system_prompt_sections", {"run": run})
+        answer = hooks.callers["system_prompt_sections"](run)
         sections: list[str] = await answer if type(answer) is CoroutineType else answer
         if sections:
             system_prompt = "\n\n".join([system_prompt, *sections]) if system_prompt else "\n\n".join(sections)
@@ -300,7 +300,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
     if hooks.implements(hookspecs.compact_history):
         # The window once known, without a coroutine per request (compaction is a default plugin).
         window = agent._window if agent._window_known else await agent.context_window()
-        answer = hooks.now("compact_history", {"run": run, "request": request, "window": window})
+        answer = hooks.callers["compact_history"](run, request, window)
         compacted: Compacted | None = await answer if type(answer) is CoroutineType else answer
         if compacted is not None:
             run.messages[:] = compacted.messages
@@ -308,7 +308,7 @@ async def _build_request(run: RunContext) -> ModelRequest:
             if run.wants_events and (delivering := run._emit(run, CompactionDone(run.run_id, compacted.tokens_before, compacted.tokens_after, compacted.removed))) is not None:
                 await delivering
     if hooks.implements(hookspecs.before_provider_call):
-        answer = hooks.now("before_provider_call", {"run": run, "request": request})
+        answer = hooks.callers["before_provider_call"](run, request)
         request = await answer if type(answer) is CoroutineType else answer
     return request
 

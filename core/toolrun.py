@@ -88,7 +88,7 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
         except ArgumentsError as exc:
             results[index] = await _answered(run, ToolResult(call, str(exc), is_error=True), tool)
             continue
-        decision = hooks.now("before_tool_execution", {"run": run, "call": call, "tool": tool, "arguments": arguments}) if hooks.implements(hookspecs.before_tool_execution) else None
+        decision = hooks.callers["before_tool_execution"](run, call, tool, arguments) if hooks.implements(hookspecs.before_tool_execution) else None
         if type(decision) is CoroutineType:
             decision = await decision
         if decision is None and tool.needs_approval and not run.agent.handles_approvals:
@@ -198,8 +198,8 @@ async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> Tool
     """The result through the ``after_tool_execution`` chain, then announced as final."""
     hooks = run.agent.hooks
     if hooks.implements(hookspecs.after_tool_execution):
-        answer = hooks.now("after_tool_execution", {"run": run, "call": result.call, "tool": tool, "result": result})
+        answer = hooks.callers["after_tool_execution"](run, result.call, tool, result)
         result = await answer if type(answer) is CoroutineType else answer
-    if hooks.implements(hookspecs.tool_result_ready) and type(ready := hooks.now("tool_result_ready", {"run": run, "result": result})) is CoroutineType:
+    if hooks.implements(hookspecs.tool_result_ready) and type(ready := hooks.callers["tool_result_ready"](run, result)) is CoroutineType:
         await ready
     return result
