@@ -598,8 +598,12 @@ class Agent(Generic[DepsT, OutputT]):
             output=self._output_spec(wanted),
         )
         # A run delivers to the listeners there were when it started (as wants_events and
-        # wants_deltas say): with none, straight to the plugins, one call less per event.
-        run._emit = self._emit if listeners else self.hooks.deliver
+        # wants_deltas say): with none, straight to the plugins' compiled on_event, one call
+        # less per event; with no plugin watching either, to nobody (the default).
+        if listeners:
+            run._emit = self._emit
+        elif run.wants_events:
+            run._emit = self.hooks.callers["on_event"]
         return run
 
     def _check_parts(self, parts: tuple[Part, ...]) -> None:

@@ -177,15 +177,17 @@ def _hook_source(name: str, hook: str, argnames: tuple[str, ...], style: CallSty
     as_dict = "{" + ", ".join(f"{argument!r}: {local[argument]}" for argument in argnames) + "}"
     so_far = "_b_results" if calls is Calls.COLLECTING else "None"
     chained = local[style.chains] if style.chains is not None else ""
-    # The functions to call, the instances they take (shared functions) and the implementations
-    # (errors name them), taken out of the agent's implementations once per agent.
-    taken = [f"{name}_impls = _b_all[{hook!r}]"]
+    # The functions to call and the instances they take (shared functions), taken out of the
+    # agent's implementations once per agent. The implementations themselves (errors name them,
+    # a wait resumes after them) are looked up only on those rare paths: a closure's cell less each.
+    impls = f"_b_hooks()._impls[{hook!r}]"
+    taken = []
     body = ["_b_results = []"] if calls is Calls.COLLECTING else []
     for index, (positional, keywords, is_shared) in enumerate(shapes):
-        impl, function, instance = f"{name}_i{index}", f"{name}_f{index}", f"{name}_s{index}"
-        taken += [f"{impl} = {name}_impls[{index}]", f"{function} = {impl}.function"]
+        impl, function, instance = f"{impls}[{index}]", f"{name}_f{index}", f"{name}_s{index}"
+        taken.append(f"{function} = _b_all[{hook!r}][{index}].function")
         if is_shared:
-            taken.append(f"{instance} = _b_plugins[{impl}.position]")
+            taken.append(f"{instance} = _b_plugins[_b_all[{hook!r}][{index}].position]")
         arguments = [instance] if is_shared else []
         arguments += [local[argument] for argument in positional]
         arguments += [f"{argument}={local[argument]}" for argument in keywords]
@@ -193,7 +195,7 @@ def _hook_source(name: str, hook: str, argnames: tuple[str, ...], style: CallSty
         if style.is_sync:  # nothing can await it: refused, naming the plugin
             waiting = ["if type(_b_r) is _b_Coroutine:", f"    _b_not_a_coroutine(_b_r, {impl}, {hook!r})"]
         else:  # it has to wait, and the calls after it with it
-            waiting = ["if type(_b_r) is _b_Coroutine:", f"    return _b_hooks()._run({hook!r}, {as_dict}, _b_resumed({impl}, _b_r, {name}_impls), {so_far})"]
+            waiting = ["if type(_b_r) is _b_Coroutine:", f"    return _b_hooks()._run({hook!r}, {as_dict}, _b_resumed({impl}, _b_r, {impls}), {so_far})"]
         if calls is Calls.OBSERVING:  # an observer's error is logged, and the others go on
             body += ["try:", *_indented(call), "    if _b_r is not None:", *_indented(waiting, 2)]
             body += ["except _b_PluginError as _b_exc:", "    _b_log.warning('%s (observer errors are not fatal)', _b_exc)"]

@@ -402,7 +402,6 @@ class Hooks:
         self._now = plan.sync_hooks
         #: Some active plugin asks people about ``needs_approval`` tools (``Agent.handles_approvals``).
         self.handles_approvals = plan.handles_approvals
-        self._sinks = self._straight("on_event", ("run", "event"))
         #: Every ``redact_text`` rule as one function of the text, when no rule takes the agent:
         #: it holds the rules' plugins, not the agent, so a store may keep it and redact later
         #: (``Agent.text_redaction``). The hook is declared sync, so it is never measured.
@@ -423,7 +422,6 @@ class Hooks:
         self._profile = profile
         self._direct = timeout is None and profile is None
         self._now = self._sync_hooks if self._direct else frozenset(h for h in self._sync_hooks if self._styles[h].is_sync)
-        self._sinks = self._straight("on_event", ("run", "event"))
         self.callers = self._bound_callers()  # what is answered on the spot changed
         if self._direct:
             self.__dict__.pop("_invoke", None)
@@ -463,27 +461,10 @@ class Hooks:
         """``on_event`` for ``event``: delivered right here, and None returned, when every
         implementation is sync and calls are not measured (the common case, a dozen events a
         run: no coroutine each); otherwise the coroutine that delivers it. Errors are as in
-        ``_run``: a plugin's failure is logged, never raised.
-
-        Events are the most frequent hook call, so when every implementation takes ``(run,
-        event)`` each is called straight (``_straight``), without ``now``'s arguments dict and
-        ``_start``'s argument picking: two frames less per event and observer."""
-        sinks = self._sinks
-        if sinks is None:
-            answer: Awaitable[None] | None = self.now("on_event", {"run": run, "event": event})
-            return answer
-        for sink, impl in sinks:
-            try:
-                result = sink(run, event)
-            except Exception as exc:
-                try:
-                    raise_named(exc, impl, "on_event")  # as ``now``: a bandoneon error goes on up
-                except PluginError as named:
-                    _log.warning("%s (observer errors are not fatal)", named)
-                continue
-            if result is not None and type(result) is types.CoroutineType:  # it has to wait
-                return self._run("on_event", {"run": run, "event": event}, resumed(impl, result, self._impls["on_event"]))
-        return None
+        ``_run``: a plugin's failure is logged, never raised. The compiled caller itself (a run
+        with no listeners calls it straight: a frame less per event)."""
+        answer: Awaitable[None] | None = self.callers["on_event"](run, event)
+        return answer
 
     def _straight(self, hook: str, argnames: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], Impl], ...] | None:
         """Per implementation of ``hook``, when they are all plain functions taking exactly
