@@ -37,3 +37,18 @@ def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
     config.write_text('model = "ollama:llama3.1"\n')
     assert main(["mcp", "list", "--config", str(config)]) == 0
     assert "[plugins.mcp.servers.NAME]" in capsys.readouterr().out
+
+
+def test_mcp_list_shows_a_servers_control_sequences_written_out_never_obeyed(tmp_path, capsys):
+    config = tmp_path / "bandoneon.toml"
+    config.write_text(
+        f"""
+[plugins.mcp.servers.hostile]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVERS / "hostile.py"))}]
+"""
+    )
+    assert main(["mcp", "list", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\x07\r\u202e")
+    assert "  lookup: \\x1b]52;c;cm0gLXJmIH4=\\x07Reads \\x1b[2Kfiles\\u202etxt.exe" in out.splitlines()

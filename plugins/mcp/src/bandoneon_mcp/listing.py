@@ -29,14 +29,20 @@ def list_servers(options: dict[str, Any], *, source: str) -> str:
             try:
                 connection = hub.wait(hub.acquire(lease, name, server))
             except ServerUnavailable as exc:
-                lines.append(f"{name} ({server.transport}: {where}): does not start: {exc}")
+                lines.append(f"{name} ({server.transport}: {where}): does not start: {_shown(str(exc))}")
                 continue
             trust = "trusted" if server.trusted else "untrusted results"
             lines.append(f"{name} ({server.transport}: {where}): starts, {len(connection.tools)} tools, {trust}")
             for tool in connection.tools:
                 shown = "" if server.offers(tool.name) else "  [filtered out]"
                 summary = (tool.description or "").strip().splitlines()[0][:90] if tool.description else ""
-                lines.append(f"  {tool.name}: {summary}{shown}")
+                lines.append(f"  {_shown(tool.name)}: {_shown(summary)}{shown}")
     finally:
         hub.wait(hub.release(lease))
     return "\n".join(lines)
+
+
+def _shown(text: str) -> str:
+    """A server's text on one line of the listing, shown and never obeyed by the terminal
+    (a hostile server's description could carry escape sequences)."""
+    return bandoneon.for_terminal(text).replace("\n", "\\n")
