@@ -33,6 +33,17 @@ class _Counted:
     tokens: int
 
 
+class _LastSizes:
+    """The tokens of the last tool set and system prompt seen, kept across runs (one agent,
+    one tool set, mostly)."""
+
+    __slots__ = ("system", "tools")
+
+    def __init__(self) -> None:
+        self.tools: tuple[Any, int] | None = None
+        self.system: tuple[str, int] | None = None
+
+
 _COUNTED = bandoneon.StashKey[_Counted]("compaction.counted")  # the running count of this run's history
 _WARNED = bandoneon.StashKey[set[str]]("compaction.warned")  # what this run was already warned about
 
@@ -68,12 +79,11 @@ class Compaction(bandoneon.Plugin):
     #: None (4 characters per token), a callable ``count_tokens(text) -> int``, or "module:function".
     count_tokens: Any = None
 
-    # Not options: set by attrs' __init__ directly, where an assignment in __attrs_post_init__
-    # would go through the option-validating __setattr__.
+    # Not options: set by attrs' __init__ directly, where an assignment would go through the
+    # option-validating __setattr__ (the sizes change in every new agent's first run: they
+    # are the fields of an object of their own).
     _counter: TokenCount = attrs.field(init=False, repr=False, eq=False, default=attrs.Factory(lambda self: resolve_counter(self.count_tokens), takes_self=True))
-    #: The size of the last tool set seen (kept across runs: one agent, one tool set, mostly).
-    _tool_sizes: tuple[Any, int] | None = attrs.field(init=False, repr=False, eq=False, default=None)
-    _system_sizes: tuple[str, int] | None = attrs.field(init=False, repr=False, eq=False, default=None)  # the same for the last system prompt
+    _sizes: _LastSizes = attrs.field(init=False, repr=False, eq=False, factory=lambda: _LastSizes())
 
     def budget(self, window: int | None) -> int | None:
         """The window to fit in: the model's, or this plugin's ``window`` when smaller or alone."""
@@ -145,12 +155,13 @@ class Compaction(bandoneon.Plugin):
         for message in messages[len(counted.messages) :]:
             counted.tokens += message_tokens(message, self._counter)
         counted.messages = tuple(messages)  # a tuple already; a list a plugin passed is copied
-        tools = self._tool_sizes
+        sizes = self._sizes
+        tools = sizes.tools
         if tools is None or tools[0] is not request.tools:  # the agent's tool schemas rarely change
-            tools = self._tool_sizes = (request.tools, tool_tokens(request.tools, self._counter))
-        system = self._system_sizes
+            tools = sizes.tools = (request.tools, tool_tokens(request.tools, self._counter))
+        system = sizes.system
         if system is None or system[0] != request.system_prompt:  # rebuilt per turn, mostly the same text
-            system = self._system_sizes = (request.system_prompt, system_tokens(request.system_prompt, self._counter))
+            system = sizes.system = (request.system_prompt, system_tokens(request.system_prompt, self._counter))
         return counted.tokens + tools[1] + system[1] <= limit
 
     def _clip(self, summary: bandoneon.Message) -> bandoneon.Message:

@@ -63,7 +63,7 @@ class Guard(bandoneon.Plugin):
     link_hosts: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
     off_list_links: str = "remove"
     unmasked_secrets: list[str] = attrs.Factory(list)
-    _enforcer: Enforcer = attrs.field(init=False, repr=False)
+    _enforcer: Enforcer = attrs.field(init=False, repr=False, on_setattr=attrs.setters.NO_OP)  # state: set without the options' checks
 
     def __attrs_post_init__(self) -> None:
         if self.trifecta not in TRIFECTA_MODES:

@@ -83,7 +83,7 @@ class Skills(bandoneon.Plugin):
     _libraries: WeakKeyDictionary[Any, Library] = attrs.field(factory=WeakKeyDictionary, init=False, repr=False)
     #: The last agent asked about and its library: most plugin instances serve one agent, and
     #: a weak reference's call is cheaper than a weak-keyed lookup (twice a run).
-    _last: tuple[weakref.ref[Any], Library] | None = attrs.field(default=None, init=False, repr=False)
+    _last: tuple[weakref.ref[Any], Library] | None = attrs.field(default=None, init=False, repr=False, on_setattr=attrs.setters.NO_OP)
     _rendered: _RenderCache = attrs.field(factory=lambda: _RenderCache(), init=False, repr=False)
 
     # ---------------------------------------------------------------- building the library

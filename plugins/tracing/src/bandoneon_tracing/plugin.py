@@ -42,9 +42,10 @@ class Tracing(bandoneon.Plugin):
     #: ``hook`` events. Off by default: timing every hook call is a cost of its own.
     hook_timing: bool = False
 
-    memory: InMemoryExporter = attrs.field(init=False)
-    _builder: SpanBuilder = attrs.field(init=False)
-    _sinks: list[Any] = attrs.field(init=False)
+    # State, not options: set without the options' checks (on_setattr), once per new agent.
+    memory: InMemoryExporter = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    _builder: SpanBuilder = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    _sinks: list[Any] = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
         for exporter in self.exporters:
