@@ -106,20 +106,27 @@ def start(impl: Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, 
 
 class Callers(dict[str, Callable[..., Any]]):
     """One agent's hook callers by hook name (``hooks.callers["before_turn"](run)``): those of
-    the hooks its plugins implement bound when the agent is built, any other built when first
-    asked for; ``KeyError`` for a hook no spec declares. Built again when the registry starts
-    or stops measuring its calls (``Hooks.measure``). A dict: a caller costs one lookup in C."""
+    the hooks its plugins implement all bound at the first call of any (in one call: an agent
+    that never runs binds nothing), any other built when first asked for; ``KeyError`` for a
+    hook no spec declares. Built again when the registry starts or stops measuring its calls
+    (``Hooks.measure``). A dict: a caller costs one lookup in C."""
 
-    __slots__ = ("_hooks",)
+    __slots__ = ("_hooks", "_is_bound")
 
     def __init__(self, hooks: weakref.ref[Hooks]):  # no dict.__init__ call: it would only add a frame per agent
         # A weak reference, as in every caller: the registry holds its callers, and a cycle
         # would leave each agent to the cycle collector instead of freeing it when dropped.
         self._hooks = hooks
+        self._is_bound = False
 
     def __missing__(self, hook: str) -> Callable[..., Any]:
         hooks = self._hooks()
         assert hooks is not None, "a registry's callers outlived it"
+        if not self._is_bound:
+            self._is_bound = True
+            hooks._bind(self)
+            if hook in self:
+                return self[hook]
         caller = hooks._compiled(hook)
         if caller is None:
             raise KeyError(f"no active or installed plugin declares a hook named {hook!r}")

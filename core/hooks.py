@@ -560,14 +560,14 @@ class Hooks:
         return self.callers[hook](*[kwargs[name] for name in self._plan.argnames[hook]])
 
     def _bound_callers(self) -> Callers:
-        """The callers of every hook answered on the spot that some plugin implements, bound
-        in one call (a new agent's hooks are called in its first run: bound one by one, each
-        would cost a lookup that fails and a call of its own)."""
-        me = weakref.ref(self)
-        callers = Callers(me)
+        """Callers for this registry as it calls hooks now (bound when first used: ``_bind``)."""
+        return Callers(weakref.ref(self))
+
+    def _bind(self, callers: Callers) -> None:
+        """Put into ``callers`` the caller of every hook answered on the spot that some plugin
+        implements, in one call (one by one, each would cost a failed lookup and a call of its own)."""
         if self._direct:
-            self._binder(self._plan.bound_hooks)(callers, me, self._impls, self.plugins)
-        return callers
+            self._binder(self._plan.bound_hooks)(callers, weakref.ref(self), self._impls, self.plugins)
 
     def _binder(self, hooks: tuple[str, ...]) -> Binder:
         binders = self._plan.binders
