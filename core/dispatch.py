@@ -31,7 +31,6 @@ __all__ = ["Binder", "Callers", "Entry", "Impl", "compile_binder", "named", "not
 _log = deferred_logger("bandoneon.hooks")
 
 
-
 @attrs.define(eq=False)
 class Impl:
     """One implementation as ``start`` calls it: ``function`` with the instance of the plugin at
