@@ -11,7 +11,7 @@ in each checkout. Needs valgrind (not part of the default test run; slow: about 
 
 Figures: ``create`` (an agent with the default plugins), ``newagent`` (create one and run the
 2-turn run), ``default`` / ``none`` (the 2-turn run on a reused agent with the default plugins /
-none), ``gated`` (the plugins the gate measures, together), or plugin names joined with ``+``.
+none), ``gated`` (the plugins the gate measures alone, together: ``gate.PLUGINS_ALONE``), or plugin names joined with ``+``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIGURES = ("create", "newagent", "default", "none", "gated")
-GATED = ("compaction", "guard", "plan", "skills", "stop", "retry", "subagents", "tracing")
 WARMUP = 20
 
 _CHILD = """
@@ -37,6 +36,7 @@ import asyncio, os, sys
 sys.path.insert(0, {here!r})
 os.environ.setdefault("BANDONEON_DISABLED_PLUGINS", "policy-example")
 import bandoneon, scenarios
+from gate import PLUGINS_ALONE
 what, count = sys.argv[1], int(sys.argv[2])
 
 def plugin(name):
@@ -51,7 +51,7 @@ async def main():
         for _ in range(count):
             await scenarios.bandoneon_run(scenarios.bandoneon_agent(None))
         return
-    plugins = None if what == "default" else [] if what == "none" else [plugin(p) for p in ({gated!r} if what == "gated" else what.split("+"))]
+    plugins = None if what == "default" else [] if what == "none" else [plugin(p) for p in (PLUGINS_ALONE if what == "gated" else what.split("+"))]
     agent = scenarios.bandoneon_agent(plugins)
     for _ in range(count):
         await scenarios.bandoneon_run(agent)
@@ -64,7 +64,7 @@ def instructions(figure: str, count: int) -> int:
     """Instructions valgrind counted for a process doing ``figure`` ``count`` times."""
     with tempfile.TemporaryDirectory() as folder:
         child = Path(folder) / "child.py"
-        child.write_text(_CHILD.format(here=str(HERE), gated=GATED))
+        child.write_text(_CHILD.format(here=str(HERE)))
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out", sys.executable, str(child), figure, str(count)],
             env=dict(os.environ, PYTHONHASHSEED="0"),

@@ -26,7 +26,7 @@ from .markers import Calls, CallStyle
 if TYPE_CHECKING:
     from .hooks import Hooks
 
-__all__ = ["Binder", "Callers", "Entry", "Impl", "compile_binder", "named", "not_a_coroutine", "raise_named", "resumed", "start"]
+__all__ = ["Binder", "Callers", "Entry", "Impl", "compile_binder", "not_a_coroutine", "raise_named", "resumed", "start"]
 
 _log = deferred_logger("bandoneon.hooks")
 
@@ -75,8 +75,8 @@ def not_a_coroutine(result: Any, impl: Impl, hook: str) -> Any:
 
 
 def resumed(impl: Impl, waiting: Any, impls: tuple[Impl, ...]) -> tuple[Impl, ...]:
-    """The calls ``_run`` has left when ``impl``, called on the spot by ``now``, answered the
-    coroutine ``waiting``: awaiting it (as if ``impl`` were async, so errors name it), then
+    """The calls ``_run`` has left when ``impl``, called on the spot by a compiled caller (or
+    ``check_answer``'s), answered the coroutine ``waiting``: awaiting it (as if ``impl`` were async, so errors name it), then
     the implementations after ``impl``."""
     pending = Impl(impl.plugin, lambda: waiting, -1, 0, None, (), (), True)
     return (pending, *impls[impls.index(impl) + 1 :])
@@ -84,10 +84,9 @@ def resumed(impl: Impl, waiting: Any, impls: tuple[Impl, ...]) -> tuple[Impl, ..
 
 def start(impl: Impl, hook: str, kwargs: dict[str, Any], plugins: tuple[object, ...]) -> Any:
     """Call ``impl`` with the arguments it names (after the agent's instance of its plugin, for a
-    shared function): its result, or the awaitable of an async one. The one place an
-    implementation is called (a module function: the hot path of every hook call, where a
-    method lookup per call shows), but for ``now``'s plugin methods, the most frequent calls
-    of a run, which it makes inline in the same way (a frame less each)."""
+    shared function): its result, or the awaitable of an async one. How the general path
+    (``Hooks._run``: what waits, measured calls) calls an implementation; the compiled callers
+    write the same call out for each implementation."""
     try:
         shape = impl.shape
         if shape:

@@ -466,25 +466,14 @@ class Hooks:
         answer: Awaitable[None] | None = self.callers["on_event"](run, event)
         return answer
 
-    def _straight(self, hook: str, argnames: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], Impl], ...] | None:
-        """Per implementation of ``hook``, when they are all plain functions taking exactly
-        ``argnames`` and calls are unmeasured: the callable to call with those arguments (bound to
-        its plugin) and the implementation. None when any of that does not hold."""
-        if hook not in self._now:
-            return None
-        straight = []
-        for impl in self._impls.get(hook, ()):
-            if impl.argnames != argnames or impl.kwargnames:
-                return None
-            function = impl.function if impl.position < 0 else types.MethodType(impl.function, self.plugins[impl.position])
-            straight.append((function, impl))
-        return tuple(straight)
-
     def _text_redaction(self) -> Callable[[str], str] | None:
-        """``text_redaction`` (see ``__init__``), made once per registry."""
-        chain = self._straight("redact_text", ("text",))
-        if chain is None:
-            return None
+        """``text_redaction`` (see ``__init__``), made once per registry: None when a rule takes
+        more than the text (the agent), so the rules cannot be held without it."""
+        chain = []
+        for impl in self._impls["redact_text"]:
+            if impl.argnames != ("text",) or impl.kwargnames:
+                return None
+            chain.append((impl.function if impl.position < 0 else types.MethodType(impl.function, self.plugins[impl.position]), impl))
         if not chain:
             return _as_is
 

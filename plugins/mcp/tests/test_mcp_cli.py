@@ -9,19 +9,16 @@ from bandoneon.cli import main
 from mcp_helpers import SERVERS
 
 
+def _server(name: str, args: list[str], extra: str = "") -> str:
+    """A ``[plugins.mcp.servers.NAME]`` table running this Python with ``args``."""
+    return f"\n[plugins.mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n{extra}\n"
+
+
 def test_mcp_list_shows_servers_tools_and_the_ones_that_do_not_start(tmp_path, capsys):
     config = tmp_path / "bandoneon.toml"
     config.write_text(
-        f"""
-[plugins.mcp.servers.time]
-command = {json.dumps(sys.executable)}
-args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
-deny = ["convert_time"]
-
-[plugins.mcp.servers.broken]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(SERVERS / "exits.py"))}]
-"""
+        _server("time", ["-m", "mcp_server_time", "--local-timezone", "UTC"], 'deny = ["convert_time"]')
+        + _server("broken", [str(SERVERS / "exits.py")])
     )
     assert main(["mcp", "list", "--config", str(config)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -41,13 +38,7 @@ def test_mcp_list_without_servers_says_how_to_add_one(tmp_path, capsys):
 
 def test_mcp_list_shows_a_servers_control_sequences_written_out_never_obeyed(tmp_path, capsys):
     config = tmp_path / "bandoneon.toml"
-    config.write_text(
-        f"""
-[plugins.mcp.servers.hostile]
-command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(SERVERS / "hostile.py"))}]
-"""
-    )
+    config.write_text(_server("hostile", [str(SERVERS / "hostile.py")]))
     assert main(["mcp", "list", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert not any(c in out for c in "\x1b\x07\r\u202e")
