@@ -55,7 +55,7 @@ def check_answer(run: RunContext, stop: Stop, rounds: Rounds) -> Stop | None | C
     Answered on the spot when no check has to wait (as ``Hooks.now``); otherwise a coroutine."""
     text = final_text(run, stop)
     answer = FinalAnswer(text, run.loop_state.output if run.output is not None else text, stop.reason, stop.answer)
-    verdict = run.agent.hooks.judge(run, answer)
+    verdict = run.agent.hooks.callers["check_answer"](run, answer)
     if type(verdict) is CoroutineType:
         return _judged_later(run, stop, rounds, answer, verdict)
     return _judged(run, stop, rounds, answer, verdict)

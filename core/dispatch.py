@@ -26,7 +26,7 @@ from .markers import Calls, CallStyle
 if TYPE_CHECKING:
     from .hooks import Hooks
 
-__all__ = ["Binder", "Callers", "Entry", "Impl", "compile_binder", "not_a_coroutine", "raise_named", "resumed", "start"]
+__all__ = ["Binder", "Callers", "Entry", "Impl", "compile_binder", "not_a_coroutine", "raise_named", "start"]
 
 _log = deferred_logger("bandoneon.hooks")
 
@@ -75,9 +75,9 @@ def not_a_coroutine(result: Any, impl: Impl, hook: str) -> Any:
 
 
 def resumed(impl: Impl, waiting: Any, impls: tuple[Impl, ...]) -> tuple[Impl, ...]:
-    """The calls ``_run`` has left when ``impl``, called on the spot by a compiled caller (or
-    ``check_answer``'s), answered the coroutine ``waiting``: awaiting it (as if ``impl`` were async, so errors name it), then
-    the implementations after ``impl``."""
+    """The calls ``_run`` has left when ``impl``, called on the spot by a compiled caller,
+    answered the coroutine ``waiting``: awaiting it (as if ``impl`` were async, so errors name
+    it), then the implementations after ``impl``."""
     pending = Impl(impl.plugin, lambda: waiting, -1, 0, None, (), (), True)
     return (pending, *impls[impls.index(impl) + 1 :])
 
@@ -168,7 +168,7 @@ def _compile(shapes: tuple[tuple[str, tuple[str, ...], CallStyle, tuple[tuple[tu
     }
     for number, (hook, argnames, style, impls) in enumerate(shapes):
         source += _indented(_hook_source(f"_b_h{number}", hook, argnames, style, impls))
-        namespace[f"_b_h{number}_fold"] = style.fold
+        namespace[f"_b_h{number}_fold"], namespace[f"_b_h{number}_ends"] = style.fold, style.ends_with
     source.append("    pass")
     exec(compile("\n".join(source), f"<bandoneon hook callers: {', '.join(hook for hook, *_ in shapes) or 'none'}>", "exec"), namespace)  # noqa: S102  # our own source, built above
     binder: Binder = namespace["binder"]
@@ -209,7 +209,13 @@ def _hook_source(name: str, hook: str, argnames: tuple[str, ...], style: CallSty
         if calls is Calls.FIRST:
             body.append("    return _b_r")
         elif calls is Calls.CHAINED:
-            body.append(f"    {chained} = {name}_fold({chained}, _b_r)" if style.fold is not None else f"    {chained} = _b_r")
+            if style.ends_with is not None:
+                body += [f"    if isinstance(_b_r, {name}_ends):", "        return _b_r"]
+            if style.fold is None:
+                body.append(f"    {chained} = _b_r")
+            else:  # a fold that refuses the answer names its plugin, as the call's error does
+                fold = ["try:", f"    {chained} = {name}_fold({chained}, _b_r)", "except Exception as _b_exc:", f"    _b_raise_named(_b_exc, {impl}, {hook!r})"]
+                body += _indented(fold)
         else:
             body.append("    _b_results.append(_b_r)")
     body.append(f"return {chained or so_far}")

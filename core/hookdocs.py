@@ -34,6 +34,8 @@ def _describe(style: CallStyle) -> str:
         Calls.COLLECTING: "collecting (every implementation is called; non-None answers are gathered)",
         Calls.OBSERVING: "observing (every implementation is called; a failure is logged, never fatal)",
     }[style.calls]
+    if style.ends_with is not None:
+        words += f"; a `{style.ends_with.__name__}` answer ends the chain"
     if style.is_process_wide:
         return f"{words}; once per process, on the plugin class or module; must not be async"
     return f"{words}; {'must not be async' if style.is_sync else 'may be async'}"

@@ -24,7 +24,7 @@ from .decisions import FinalAnswer, SendBack
 from .errors import ConfigError, PluginError
 from .markers import PROJECT, Calls, CallStyle, call_style
 from .plugins import installed_hookspecs, installed_plugins, plugin_name, published_hookspecs
-from .dispatch import Binder, Callers, Impl, compile_binder, not_a_coroutine, raise_named, resumed, start
+from .dispatch import Binder, Callers, Impl, compile_binder, not_a_coroutine, raise_named, start
 from .hooktiming import HookProfile, clock
 from .logs import deferred_logger
 
@@ -214,16 +214,6 @@ def _attribute_of(plugin: object, function: Callable[..., Any]) -> str:
         if value is function or getattr(value, "__func__", value) is underlying:
             return attribute
     raise PluginError(f"plugin {plugin_name(plugin)!r}: cannot find the attribute of {function!r}")
-
-
-def _sends_back(verdict: object, impl: Impl) -> bool:
-    """Whether ``check_answer``'s non-None ``verdict`` sends the answer back (else it is the
-    rewritten answer); anything but a ``SendBack`` or a ``FinalAnswer`` is refused, naming ``impl``."""
-    if isinstance(verdict, SendBack):
-        return True
-    if not isinstance(verdict, FinalAnswer):
-        raise PluginError(f"plugin {impl.plugin!r}: check_answer must return None, a FinalAnswer or SendBack, got {verdict!r}", plugin=impl.plugin, hook="check_answer")
-    return False
 
 
 @attrs.frozen
@@ -620,8 +610,16 @@ class Hooks:
             if calls is _FIRST:
                 return result
             if calls is _CHAINED:
+                if style.ends_with is not None and isinstance(result, style.ends_with):
+                    return result
                 chained: str = style.chains  # type: ignore[assignment]
-                kwargs[chained] = result if style.fold is None else style.fold(kwargs[chained], result)
+                if style.fold is None:
+                    kwargs[chained] = result
+                else:
+                    try:
+                        kwargs[chained] = style.fold(kwargs[chained], result)
+                    except Exception as exc:
+                        raise_named(exc, impl, hook)
             else:
                 results.append(result)  # type: ignore[union-attr]  # collecting: a list
         if calls is _CHAINED:
@@ -663,44 +661,7 @@ class Hooks:
         return self._run("wrap_up", {"run": run, "stop": stop})
 
     def check_answer(self, run: RunContext, answer: FinalAnswer) -> Awaitable[FinalAnswer | SendBack]:
-        """Chained rewrites of the answer (as the spec declares); the first ``SendBack`` ends the
-        chain, which the generic chained call cannot express, and a wrong answer type names its plugin."""
-        return self._check_answer(answer, {"run": run, "answer": answer}, self._impls["check_answer"])
-
-    def judge(self, run: RunContext, answer: FinalAnswer) -> Any:
-        """``check_answer`` as ``now`` calls a hook: the verdict on the spot when every
-        implementation is a plain function answering at once and calls are not measured;
-        otherwise the coroutine that works it out."""
-        impls = self._impls["check_answer"]
-        kwargs: dict[str, Any] = {"run": run, "answer": answer}
-        if "check_answer" not in self._now:
-            return self._check_answer(answer, kwargs, impls)
-        plugins = self.plugins
-        for impl in impls:
-            verdict = start(impl, "check_answer", kwargs, plugins)
-            if verdict is None:
-                continue
-            if type(verdict) is types.CoroutineType:
-                return self._check_answer(kwargs["answer"], kwargs, resumed(impl, verdict, impls))
-            if _sends_back(verdict, impl):
-                return verdict
-            kwargs["answer"] = verdict
-        return kwargs["answer"]
-
-    async def _check_answer(self, answer: FinalAnswer, kwargs: dict[str, Any], impls: tuple[Impl, ...]) -> FinalAnswer | SendBack:
-        direct, plugins = self._direct, self.plugins
-        for impl in impls:
-            if direct:  # as in _run: a sync implementation is called without a coroutine
-                verdict = start(impl, "check_answer", kwargs, plugins)
-                if impl.is_async or type(verdict) is types.CoroutineType:
-                    verdict = await Hooks._finish(impl, "check_answer", verdict)
-            else:
-                verdict = await self._invoke(impl, "check_answer", kwargs)
-            if verdict is not None:
-                if _sends_back(verdict, impl):
-                    return verdict  # type: ignore[no-any-return]  # a SendBack
-                answer = kwargs["answer"] = verdict
-        return answer
+        return self._run("check_answer", {"run": run, "answer": answer})
 
     def system_prompt_sections(self, run: RunContext) -> Awaitable[list[str]]:
         return self._run("system_prompt_sections", {"run": run})

@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .decisions import FinalAnswer, SendBack
 from .markers import Calls, hookspec
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
-    from .decisions import Compacted, FinalAnswer, Refuse, Respond, Retry, SendBack, Stop
+    from .decisions import Compacted, Refuse, Respond, Retry, Stop
     from .events import Event
     from .messages import Message, ModelRequest, ToolCall, ToolResult, Turn
     from .result import RunResult
@@ -49,6 +50,14 @@ if TYPE_CHECKING:
 def _with_content(result: ToolResult, text: str) -> ToolResult:
     """How an ``after_tool_execution`` answer (text) is folded into the chained result."""
     return attrs.evolve(result, content=text)
+
+
+def _checked_answer(answer: FinalAnswer, verdict: object) -> FinalAnswer:
+    """A ``check_answer`` rewrite, which must be a ``FinalAnswer`` (a ``SendBack`` has ended
+    the chain before this)."""
+    if not isinstance(verdict, FinalAnswer):
+        raise TypeError(f"check_answer must return None, a FinalAnswer or SendBack, got {verdict!r}")
+    return verdict
 
 
 # ---------------------------------------------------------------- loop points
@@ -202,7 +211,7 @@ def wrap_up(run: RunContext, stop: Stop) -> Message | None:
     """
 
 
-@hookspec(Calls.CHAINED, chains="answer")
+@hookspec(Calls.CHAINED, chains="answer", fold=_checked_answer, ends_with=SendBack)
 def check_answer(run: RunContext, answer: FinalAnswer) -> FinalAnswer | SendBack | None:
     """The run has its final answer, before ``RunResult`` is made: accept, rewrite or send back.
 

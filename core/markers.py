@@ -48,6 +48,7 @@ class CallStyle:
     chains: str | None = None
     #: For chained hooks whose answer is only part of the chained argument: how an answer is
     #: folded into it (``after_tool_execution`` answers text; the chained value is the result).
+    #: It may refuse an answer by raising: the error names the plugin that answered.
     fold: Callable[[Any, Any], Any] | None = None
     #: Implementations must be plain functions (the hook is called outside the event loop);
     #: an ``async def`` implementation is refused when the plugin is registered.
@@ -55,12 +56,17 @@ class CallStyle:
     #: Called once per process on the plugin *class* (or module), before any agent exists.
     #: Implementations may be plain methods: the facade calls them without an instance.
     is_process_wide: bool = False
+    #: For chained hooks: an answer of this type ends the chain and is the hook's answer
+    #: (``check_answer``'s ``SendBack``); the implementations after it are not called.
+    ends_with: type | None = None
 
     @property
     def short(self) -> str:
         """The style in a few words, as ``bandoneon plugins`` lists it: ``first answer``,
         ``chained on text, sync``, ``collecting, process-wide``."""
         words = f"{self.calls.value} on {self.chains}" if self.chains else self.calls.value
+        if self.ends_with is not None:
+            words += f" until a {self.ends_with.__name__}"
         if self.is_process_wide:
             return f"{words}, process-wide"
         return f"{words}, sync" if self.is_sync else words
@@ -73,6 +79,7 @@ def hookspec(
     fold: Callable[[Any, Any], Any] | None = None,
     sync: bool = False,
     process_wide: bool = False,
+    ends_with: type | None = None,
 ) -> Callable[[_F], _F]:
     """Declare a hook and its calling style (``@hookspec(Calls.FIRST)``).
 
@@ -81,7 +88,9 @@ def hookspec(
     """
     if (calls is Calls.CHAINED) != (chains is not None):
         raise ValueError("chains= names the argument of a chained hook, and only of a chained hook")
-    style = CallStyle(calls, chains, fold, sync or process_wide, process_wide)
+    if ends_with is not None and calls is not Calls.CHAINED:
+        raise ValueError("ends_with= ends the chain of a chained hook, and only of a chained hook")
+    style = CallStyle(calls, chains, fold, sync or process_wide, process_wide, ends_with)
 
     def mark(function: _F) -> _F:
         if chains is not None and chains not in function.__code__.co_varnames[: function.__code__.co_argcount]:

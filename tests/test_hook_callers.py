@@ -33,6 +33,21 @@ def chain(a, b):
     """Each answer replaces b."""
 
 
+class Ending(str):
+    """An answer that ends ``chain_until``'s chain."""
+
+
+def _only_text(b, answer):
+    if not isinstance(answer, str):
+        raise TypeError(f"chain_until must answer text, got {answer!r}")
+    return f"{b}+{answer}"
+
+
+@hookspec(Calls.CHAINED, chains="b", fold=_only_text, ends_with=Ending)
+def chain_until(a, b):
+    """Each answer is folded into b (text only) until one is an Ending."""
+
+
 @hookspec(Calls.OBSERVING)
 def observe(a, b):
     """Answers are ignored, errors logged."""
@@ -43,8 +58,8 @@ def internal_names(_b_r, _b_a0, call):
     """Arguments named like the generated code's own names."""
 
 
-SPECS.first, SPECS.collect, SPECS.chain, SPECS.observe, SPECS.internal_names = first, collect, chain, observe, internal_names
-HOOKS = ("first", "collect", "chain", "observe")
+SPECS.first, SPECS.collect, SPECS.chain, SPECS.chain_until, SPECS.observe, SPECS.internal_names = first, collect, chain, chain_until, observe, internal_names
+HOOKS = ("first", "collect", "chain", "chain_until", "observe")
 
 
 class Publisher:
@@ -66,7 +81,7 @@ implementation = st.fixed_dictionaries(
         "signature": st.sampled_from(sorted(SIGNATURES)),
         "order": st.sampled_from(["tryfirst", "normal", "trylast"]),
         "is_async": st.booleans(),
-        "outcome": st.sampled_from(["answers", "silent", "fails", "plugin_error"]),
+        "outcome": st.sampled_from(["answers", "silent", "fails", "plugin_error", "ends", "not_text"]),
     }
 )
 plugin_spec = st.dictionaries(st.sampled_from(HOOKS), implementation, max_size=3)
@@ -88,6 +103,10 @@ def build(index: int, spec: dict[str, dict], log: list) -> object:
             raise ValueError(f"{index} broke")
         if outcome == "plugin_error":
             raise PluginError(f"{index} refused")
+        if outcome == "ends":
+            return Ending(f"{index} ends")
+        if outcome == "not_text":
+            return index
         return f"{index}:{b}" if outcome == "answers" else None
 
     cls = type(f"Generated{index}", (), {"name": f"generated-{index}", "act": act, **{h: namespace[h] for h in spec}})

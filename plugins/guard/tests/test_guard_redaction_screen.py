@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +83,18 @@ def test_the_screen_is_the_same_on_short_and_long_text(text, padding):
     padded = "." * padding + text
     enforcer = Enforcer(Policy(redactions=DEFAULT_SECRETS), label="guard")
     assert enforcer.redact(padded) == _one_by_one(DEFAULT_SECRETS, padded)
+
+
+_LITERALS = st.lists(st.text(alphabet="ab-_:.xyz", min_size=1, max_size=6), min_size=1, max_size=12, unique=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LITERALS, st.text(alphabet="ab-_:.xyz ", max_size=40))
+def test_the_screen_finds_every_literal_of_an_overlapping_set(literals, text):
+    """Needles sharing prefixes (``ab``, ``abc``, ``a-``) are looked for as one factored regex:
+    a text holding any of them must reach the patterns, on short and on long text."""
+    redactions = tuple(Redaction(name=f"literal-{i}", pattern=re.escape(literal), replacement="[x]") for i, literal in enumerate(literals))
+    screen = Screen(redactions)
+    for checked in (text, text + " " * 300):
+        if any(literal in checked for literal in literals):
+            assert screen.may_match(checked)

