@@ -214,3 +214,8 @@ def test_an_agent_and_its_hooks_are_freed_when_dropped_without_the_cycle_collect
         assert gone() is None and hooks_gone() is None  # no cycle through the compiled callers
     finally:
         gc.enable()
+
+
+def test_ends_with_is_refused_on_a_hook_that_is_not_chained():
+    with pytest.raises(ValueError, match="ends_with= ends the chain of a chained hook"):
+        hookspec(Calls.FIRST, ends_with=Ending)
