@@ -20,7 +20,6 @@ import attrs
 import pluggy
 
 from . import hookspecs
-from .decisions import FinalAnswer, SendBack
 from .errors import ConfigError, PluginError
 from .markers import PROJECT, Calls, CallStyle, call_style
 from .plugins import installed_hookspecs, installed_plugins, plugin_name, published_hookspecs
@@ -31,7 +30,7 @@ from .logs import deferred_logger
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
-    from .decisions import Compacted, Refuse, Respond, Retry, Stop
+    from .decisions import Compacted, FinalAnswer, Refuse, Respond, Retry, SendBack, Stop
     from .events import Event
     from .messages import Message, ModelRequest, ToolCall, ToolResult, Turn
     from .result import RunResult

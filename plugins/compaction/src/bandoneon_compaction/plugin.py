@@ -83,7 +83,7 @@ class Compaction(bandoneon.Plugin):
     # option-validating __setattr__ (the sizes change in every new agent's first run: they
     # are the fields of an object of their own).
     _counter: TokenCount = attrs.field(init=False, repr=False, eq=False, default=attrs.Factory(lambda self: resolve_counter(self.count_tokens), takes_self=True))
-    _sizes: _LastSizes = attrs.field(init=False, repr=False, eq=False, factory=lambda: _LastSizes())
+    _sizes: _LastSizes = attrs.field(init=False, repr=False, eq=False, factory=_LastSizes)
 
     def budget(self, window: int | None) -> int | None:
         """The window to fit in: the model's, or this plugin's ``window`` when smaller or alone."""
