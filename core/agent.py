@@ -47,6 +47,7 @@ else:
 RunOutputT = TypeVar("RunOutputT")
 #: The class of a plugin asked for with ``agent.plugin(Class)``.
 PluginT = TypeVar("PluginT")
+_Frozen = TypeVar("_Frozen")
 
 __all__ = ["Agent"]
 
@@ -758,12 +759,7 @@ def _redacted(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, Message):
-        return attrs.evolve(
-            value,
-            content=mask(value.content),
-            tool_calls=tuple(attrs.evolve(call, arguments=mask(call.arguments)) for call in value.tool_calls),
-            thinking=tuple(attrs.evolve(thought, text=mask(thought.text)) for thought in value.thinking),
-        )
+        return _redacted_message(value, mask)
     if isinstance(value, dict):
         return {key: _redacted(item, mask) for key, item in value.items()}
     if isinstance(value, list):
@@ -771,6 +767,26 @@ def _redacted(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, tuple):
         return tuple(_redacted(item, mask) for item in value)
     return value
+
+
+def _redacted_message(message: Message, mask: Callable[[str], str]) -> Message:
+    """``message`` with every text in it masked: its words, its tool calls' arguments, its
+    thinking and its text parts (a prompt with images keeps its words there too). The message
+    itself when no rule changed anything, as for nearly every message: a store pays for no copy."""
+    content = mask(message.content) if message.content else message.content
+    calls = tuple(_with_masked(call, "arguments", mask) for call in message.tool_calls) if message.tool_calls else ()
+    thinking = tuple(_with_masked(thought, "text", mask) for thought in message.thinking) if message.thinking else ()
+    parts = tuple(_with_masked(part, "text", mask) if part.kind == "text" else part for part in message.parts) if message.parts else ()
+    if content == message.content and calls == message.tool_calls and thinking == message.thinking and parts == message.parts:
+        return message
+    return attrs.evolve(message, content=content, tool_calls=calls, thinking=thinking, parts=parts)
+
+
+def _with_masked(item: _Frozen, field: str, mask: Callable[[str], str]) -> _Frozen:
+    """``item`` with its text ``field`` masked; ``item`` itself when the mask left it as it was."""
+    text = getattr(item, field)
+    masked = mask(text)
+    return item if masked == text else attrs.evolve(item, **{field: masked})
 
 
 def _as_tool(item: Tool | Callable[..., Any], existing: Mapping[str, Tool]) -> Tool:

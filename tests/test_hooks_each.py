@@ -6,6 +6,8 @@ import argparse
 
 import bandoneon
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from bandoneon import Compacted, Retry, Stop, hookimpl
 from bandoneon.cli import build_parser
 from bandoneon.hooks import Hooks
@@ -245,6 +247,35 @@ def test_a_failing_or_async_redaction_rule_is_an_error_naming_its_plugin():
             agent.redact("PIN 1234")
         with pytest.raises(bandoneon.PluginError, match=error):
             agent.text_redaction("PIN 1234")
+
+
+_WORDS = st.text(alphabet="abc xyz", max_size=12)
+_MAYBE_PIN = st.builds(lambda before, pin, after: before + pin + after, _WORDS, st.sampled_from(["", "", "1234"]), _WORDS)
+
+
+@st.composite
+def _messages(draw):
+    """Messages with a PIN (or not) in any of the texts a store keeps: words, tool arguments,
+    thinking, text parts beside an image."""
+    calls = [bandoneon.ToolCall(f"c{i}", "ping", draw(_MAYBE_PIN)) for i in range(draw(st.integers(0, 2)))]
+    thinking = [bandoneon.Thinking(draw(_MAYBE_PIN)) for _ in range(draw(st.integers(0, 2)))]
+    parts = [bandoneon.TextPart(draw(_MAYBE_PIN)), bandoneon.ImagePart("image/png", url="https://example.com/1234.png")] if draw(st.booleans()) else []
+    return bandoneon.Message(draw(st.sampled_from(["user", "assistant"])), draw(_MAYBE_PIN), tool_calls=calls, thinking=thinking, parts=parts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(message=_messages())
+def test_redact_masks_every_text_of_a_message_and_copies_only_what_it_changed(message):
+    agent = agent_with(NoPins(), model=ScriptedModel())
+    texts = [message.content, *(c.arguments for c in message.tool_calls), *(t.text for t in message.thinking), *(p.text for p in message.parts if p.kind == "text")]
+    stored = agent.redact(message)
+    kept = [stored.content, *(c.arguments for c in stored.tool_calls), *(t.text for t in stored.thinking), *(p.text for p in stored.parts if p.kind == "text")]
+    assert kept == [text.replace("1234", "****") for text in texts]
+    assert [p.kind for p in stored.parts] == [p.kind for p in message.parts] and stored.parts[1:] == message.parts[1:]  # the image as it was
+    if not any("1234" in text for text in texts):
+        assert stored is message  # nothing to mask: no copy
+    for before, after in zip(message.tool_calls, stored.tool_calls, strict=True):
+        assert (after is before) == ("1234" not in before.arguments)
 
 
 @pytest.mark.pack_free  # an installed pack redacts too: this test is about an agent with no rules

@@ -72,6 +72,28 @@ def test_every_store_holds_the_masked_text_and_the_tool_gets_the_real_argument(m
     assert json.loads(audit.read_text().splitlines()[0])["outcome"] == "approved"
 
 
+def test_a_prompt_with_an_image_keeps_no_secret_in_its_text_part(mock_llm, tmp_path):
+    """A prompt of words and an image keeps its words twice (``content`` and a text part):
+    both are masked before the session file and the trace get them."""
+    from bandoneon_guard import Guard
+    from bandoneon_sessions import Sessions
+    from bandoneon_tracing import Tracing
+
+    mock_llm.add(Reply(text="I see a receipt."))
+    traces = tmp_path / "traces.jsonl"
+    plugins = [Guard(), Sessions(session_id="ana", path=str(tmp_path / "sessions")), Tracing(jsonl=str(traces), capture_content=True)]
+    agent = bandoneon.Agent(f"openai-compatible:mock@{mock_llm.base_url}", plugins=plugins, context_files=False)
+    prompt = [f"Read this receipt for DNI {ID_NUMBER}, key {KEY}.", bandoneon.ImagePart("image/png", data=b"\x89PNG receipt")]
+    result = agent.run_sync(prompt)
+    agent.close()
+    assert result.ok
+    assert KEY.encode() in mock_llm.requests[0].body  # the model read the real words
+    session = "".join(p.read_text() for p in (tmp_path / "sessions").rglob("*.jsonl"))
+    assert session.count("[openai-key masked]") == 2  # content and the text part
+    assert_clean("session file", session)
+    assert_clean("trace file", traces.read_text())
+
+
 def test_an_eval_report_holds_the_masked_output(tmp_path):
     from bandoneon_evals import Case, contains, evaluate
     from bandoneon_guard import Guard
