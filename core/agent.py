@@ -47,7 +47,7 @@ else:
 RunOutputT = TypeVar("RunOutputT")
 #: The class of a plugin asked for with ``agent.plugin(Class)``.
 PluginT = TypeVar("PluginT")
-_Frozen = TypeVar("_Frozen")
+_Frozen = TypeVar("_Frozen", bound=attrs.AttrsInstance)
 
 __all__ = ["Agent"]
 
