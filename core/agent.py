@@ -21,9 +21,9 @@ from .hooks import Hooks
 from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .logs import deferred_logger
-from .messages import Message, ToolSpec, Usage
+from .messages import Message, Thinking, ToolCall, ToolSpec, Usage
 from .output import OutputMode, OutputSpec, is_plain_text, output_spec
-from .parts import Part, Prompt, part_kinds, split_prompt
+from .parts import Part, Prompt, TextPart, part_kinds, split_prompt
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .providers.windows import known_window
@@ -47,7 +47,7 @@ else:
 RunOutputT = TypeVar("RunOutputT")
 #: The class of a plugin asked for with ``agent.plugin(Class)``.
 PluginT = TypeVar("PluginT")
-_Frozen = TypeVar("_Frozen", bound=attrs.AttrsInstance)
+_Frozen = TypeVar("_Frozen", ToolCall, Thinking, TextPart)
 
 __all__ = ["Agent"]
 
