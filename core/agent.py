@@ -786,7 +786,10 @@ def _with_masked(item: _Frozen, field: str, mask: Callable[[str], str]) -> _Froz
     """``item`` with its text ``field`` masked; ``item`` itself when the mask left it as it was."""
     text = getattr(item, field)
     masked = mask(text)
-    return item if masked == text else attrs.evolve(item, **{field: masked})
+    if masked == text:
+        return item
+    changes: dict[str, Any] = {field: masked}
+    return attrs.evolve(item, **changes)
 
 
 def _as_tool(item: Tool | Callable[..., Any], existing: Mapping[str, Tool]) -> Tool:
