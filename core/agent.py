@@ -364,10 +364,11 @@ class Agent(Generic[DepsT, OutputT]):
 
     def redact(self, value: Any) -> Any:
         """``value`` as a store may keep it: every plugin's ``redact_text`` rules (the guard's,
-        the policy packs') applied to each string inside it (a ``Message`` and its tool calls
-        and thinking, dicts, lists, tuples). Other values pass unchanged; with no rules in
-        force, ``value`` itself comes back. Stores call this before they write; what the model
-        reads and what tools receive are not affected.
+        the policy packs') applied to each string inside it (a ``Message``'s words, tool calls,
+        thinking and text parts; dicts, lists, tuples). Other values pass unchanged; with no
+        rules in force, ``value`` itself comes back, and so does a message no rule changed.
+        Stores call this before they write; what the model reads and what tools receive are
+        not affected.
         """
         if not self._redacts:
             return value
