@@ -21,9 +21,9 @@ from .hooks import Hooks
 from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .logs import deferred_logger
-from .messages import Message, Thinking, ToolCall, ToolSpec, Usage
+from .messages import Message, ToolSpec, Usage, map_texts
 from .output import OutputMode, OutputSpec, is_plain_text, output_spec
-from .parts import Part, Prompt, TextPart, part_kinds, split_prompt
+from .parts import Part, Prompt, part_kinds, split_prompt
 from .plugins import PluginsArgument, activate, configured_plugins
 from .providers.base import OPENAI_PREFIXES, Provider, resolve_model
 from .providers.windows import known_window
@@ -47,7 +47,6 @@ else:
 RunOutputT = TypeVar("RunOutputT")
 #: The class of a plugin asked for with ``agent.plugin(Class)``.
 PluginT = TypeVar("PluginT")
-_Frozen = TypeVar("_Frozen", ToolCall, Thinking, TextPart)
 
 __all__ = ["Agent"]
 
@@ -760,7 +759,7 @@ def _redacted(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, Message):
-        return _redacted_message(value, mask)
+        return map_texts(value, mask)
     if isinstance(value, dict):
         return {key: _redacted(item, mask) for key, item in value.items()}
     if isinstance(value, list):
@@ -768,29 +767,6 @@ def _redacted(value: Any, mask: Callable[[str], str]) -> Any:
     if isinstance(value, tuple):
         return tuple(_redacted(item, mask) for item in value)
     return value
-
-
-def _redacted_message(message: Message, mask: Callable[[str], str]) -> Message:
-    """``message`` with every text in it masked: its words, its tool calls' arguments, its
-    thinking and its text parts (a prompt with images keeps its words there too). The message
-    itself when no rule changed anything, as for nearly every message: a store pays for no copy."""
-    content = mask(message.content) if message.content else message.content
-    calls = tuple(_with_masked(call, "arguments", mask) for call in message.tool_calls) if message.tool_calls else ()
-    thinking = tuple(_with_masked(thought, "text", mask) for thought in message.thinking) if message.thinking else ()
-    parts = tuple(_with_masked(part, "text", mask) if part.kind == "text" else part for part in message.parts) if message.parts else ()
-    if content == message.content and calls == message.tool_calls and thinking == message.thinking and parts == message.parts:
-        return message
-    return attrs.evolve(message, content=content, tool_calls=calls, thinking=thinking, parts=parts)
-
-
-def _with_masked(item: _Frozen, field: str, mask: Callable[[str], str]) -> _Frozen:
-    """``item`` with its text ``field`` masked; ``item`` itself when the mask left it as it was."""
-    text = getattr(item, field)
-    masked = mask(text)
-    if masked == text:
-        return item
-    changes: dict[str, Any] = {field: masked}
-    return attrs.evolve(item, **changes)
 
 
 def _as_tool(item: Tool | Callable[..., Any], existing: Mapping[str, Tool]) -> Tool:

@@ -39,7 +39,7 @@ from .answers import (
     wrapped_up_output,
 )
 from .deltas import DeltaForwarder
-from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn
+from .messages import Message, ModelReply, ModelRequest, ToolResult, Turn, map_texts
 from .output import OUTPUT_TOOL, OutputInvalid
 from .result import RunResult
 from .toolrun import ToolAborted, cut_off, run_tools, unique_call_ids
@@ -365,12 +365,8 @@ def _as_unicode_reply(reply: ModelReply) -> ModelReply:
     message = reply.message
     if message.content.isascii() and not message.thinking and all(c.arguments.isascii() for c in message.tool_calls):
         return reply  # every turn but a rare one: nothing to look at, nothing built
-    content = as_unicode(message.content)
-    calls = tuple(c if (a := as_unicode(c.arguments)) is c.arguments else attrs.evolve(c, arguments=a) for c in message.tool_calls)
-    thinking = tuple(t if (x := as_unicode(t.text)) is t.text else attrs.evolve(t, text=x) for t in message.thinking)
-    if content is message.content and calls == message.tool_calls and thinking == message.thinking:
-        return reply
-    return attrs.evolve(reply, message=attrs.evolve(message, content=content, tool_calls=calls, thinking=thinking))
+    cleaned = map_texts(message, as_unicode)
+    return reply if cleaned is message else attrs.evolve(reply, message=cleaned)
 
 
 def model_id(provider: object) -> str:

@@ -7,13 +7,13 @@ Wire formats live in the providers, never here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
 from .jsonlimits import loads_bounded
-from .parts import Part
+from .parts import Part, TextPart
 
 __all__ = [
     "Message",
@@ -96,6 +96,33 @@ class Message:
     def tool(cls, call: ToolCall, content: str, *, is_error: bool = False) -> Message:
         return cls("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
 
+
+
+def map_texts(message: Message, change: Callable[[str], str]) -> Message:
+    """``message`` with ``change`` applied to each of its texts: its words, its tool calls'
+    arguments, its thinking and its text parts (a prompt with images keeps its words there
+    too). The message itself when ``change`` left every text as it was, and likewise each tool
+    call, thought and part: most messages need no change, and then nothing is built."""
+    content = change(message.content) if message.content else message.content
+    calls = tuple(_changed(call, "arguments", change) for call in message.tool_calls) if message.tool_calls else ()
+    thinking = tuple(_changed(thought, "text", change) for thought in message.thinking) if message.thinking else ()
+    parts = tuple(_changed(part, "text", change) if part.kind == "text" else part for part in message.parts) if message.parts else ()
+    if content == message.content and calls == message.tool_calls and thinking == message.thinking and parts == message.parts:
+        return message
+    return attrs.evolve(message, content=content, tool_calls=calls, thinking=thinking, parts=parts)
+
+
+_WithText = TypeVar("_WithText", ToolCall, Thinking, TextPart)
+
+
+def _changed(item: _WithText, field: str, change: Callable[[str], str]) -> _WithText:
+    """``item`` with ``change`` applied to its text ``field``; ``item`` itself when unchanged."""
+    text = getattr(item, field)
+    changed = change(text)
+    if changed == text:
+        return item
+    changes: dict[str, Any] = {field: changed}
+    return attrs.evolve(item, **changes)
 
 @attrs.frozen
 class Usage:
