@@ -21,7 +21,7 @@ from .hooks import Hooks
 from .hooktiming import HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .logs import deferred_logger
-from .messages import Message, ToolSpec, Usage, map_texts
+from .messages import NO_USAGE, Message, ToolSpec, Usage, map_texts
 from .output import OutputMode, OutputSpec, is_plain_text, output_spec
 from .parts import Part, Prompt, part_kinds, split_prompt
 from .plugins import PluginsArgument, activate, configured_plugins
@@ -303,7 +303,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._running = False
         self._cancel_requested = False
         self._task: asyncio.Task[Any] | None = None
-        self.usage = _NO_USAGE
+        self.usage = NO_USAGE
         self.hooks.agent_created(self)
 
     # ---------------------------------------------------------------- configuration
@@ -807,9 +807,6 @@ def _run_id() -> str:
     child) costs no system call, where ``os.urandom`` made one per run."""
     return f"{random.getrandbits(64):016x}"
 
-
-#: A new agent's usage (``Usage`` is frozen: one instance serves every agent).
-_NO_USAGE = Usage()
 
 #: Numeric options of ``Agent()`` for which None means "unset" (each checked only when given).
 _UNSET_WHEN_NONE = ("max_turns", "run_timeout", "tool_timeout", "turn_timeout", "hook_timeout", "max_tool_concurrency", "context_window")

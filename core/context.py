@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .messages import Message, ModelReply, ModelRequest, Usage
+from .messages import NO_USAGE, Message, ModelReply, ModelRequest, Usage
 from .parts import Part
 from .stash import Stash
 
@@ -89,7 +89,7 @@ class RunContext:
     wants_events: bool = False
     wants_deltas: bool = False
     turn: int = 0
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
     started_at: float = attrs.field(factory=time.monotonic)
     stash: Stash = attrs.field(factory=Stash, repr=False)

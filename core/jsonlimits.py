@@ -66,10 +66,29 @@ def loads_bounded(text: str | bytes, limits: JsonLimits = DEFAULT_JSON_LIMITS) -
     if brackets > limits.max_depth and _depth(text) > limits.max_depth:
         raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)")
     try:
-        value = json.loads(text)
+        value = _whole_object(text) if type(text) is str and text[:1] == "{" and text[-1:] == "}" else _NOT_PARSED
+        if value is _NOT_PARSED:
+            value = json.loads(text)
     except RecursionError:  # only when max_depth is set above the interpreter's own limit
         raise JsonLimitError(f"the JSON is nested too deeply (the limit is {limits.max_depth} levels)") from None
     return _as_unicode_values(value) if surrogates else value
+
+
+def _whole_object(text: str) -> Any:
+    """The object ``text`` is, straight from the scanner; ``_NOT_PARSED`` when it is not one
+    object with nothing after it (``json.loads`` then says what is wrong, in its words). For
+    the usual document (tool arguments), ``json.loads``'s checks, wrappers and whitespace
+    matches cost as much as the parse itself."""
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, json.JSONDecodeError):
+        return _NOT_PARSED
+    return value if end == len(text) else _NOT_PARSED
+
+
+#: ``json.loads``'s own decoder settings; ``scan_once(text, index)`` is ``(value, end)``.
+_scan = json.JSONDecoder().scan_once
+_NOT_PARSED: Any = object()
 
 
 _SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")

@@ -124,6 +124,7 @@ def _changed(item: _WithText, field: str, change: Callable[[str], str]) -> _With
     changes: dict[str, Any] = {field: changed}
     return attrs.evolve(item, **changes)
 
+
 @attrs.frozen
 class Usage:
     """Tokens spent, and the cost when the model is priced. Adds up with ``+``.
@@ -144,6 +145,10 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        # Nothing plus a usage is that usage (frozen: it can be shared). A run starts from
+        # NO_USAGE, so its first reply's usage is counted without building a copy.
+        if self is NO_USAGE and type(other) is Usage:
+            return other
         if self.cost is None and other.cost is None:
             cost = None
         else:
@@ -156,6 +161,10 @@ class Usage:
             self.requests + other.requests,
             cost,
         )
+
+
+#: The usage of nothing yet: where a run's and a new agent's counts start (see ``Usage.__add__``).
+NO_USAGE = Usage()
 
 
 @attrs.frozen
@@ -207,7 +216,7 @@ class ModelReply:
 
     message: Message
     finish_reason: str = "stop"
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     model: str | None = None
 
 

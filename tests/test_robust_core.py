@@ -13,6 +13,8 @@ from typing import Any
 
 import bandoneon
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from bandoneon import BadResponse, JsonLimitError, JsonLimits, Message, ServerError, loads_bounded, tool
 from bandoneon.testing import Fault, Reply, ScriptedModel, call, reply
 
@@ -83,6 +85,34 @@ def test_loads_bounded_refuses_size_and_depth_and_accepts_what_fits():
     assert loads_bounded('["[[[[[[", {"x": "{{{{{{"}]', JsonLimits(max_depth=2)) == ["[[[[[[", {"x": "{{{{{{"}]
     with pytest.raises(ValueError):
         JsonLimits(max_depth=0)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(st.characters(blacklist_categories=["Cs"])),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=5), _JSON_VALUES, max_size=4),
+    st.sampled_from(["", " ", "\n", "\t "]),
+    st.sampled_from(["", " ", "\n", "}", "{}", ",", "x", "\x00", "]"]),
+    st.integers(min_value=0, max_value=3),
+)
+def test_loads_bounded_reads_what_json_loads_reads_and_fails_as_it_does(document, before, after, cut):
+    """Objects go straight to the scanner (the fast path): whatever surrounds or breaks them,
+    the value or the error message is json.loads's own."""
+    text = before + json.dumps(document, indent=cut or None) + after
+    text = text[: len(text) - cut] if cut and not after else text
+    try:
+        expected: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        with pytest.raises(json.JSONDecodeError) as raised:
+            loads_bounded(text)
+        assert str(raised.value) == str(exc)
+    else:
+        assert loads_bounded(text) == expected
 
 
 @pytest.mark.parametrize("status, error", [(200, BadResponse), (500, ServerError)])
