@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -86,8 +87,9 @@ def _whole_object(text: str) -> Any:
     return value if end == len(text) else _NOT_PARSED
 
 
-#: ``json.loads``'s own decoder settings; ``scan_once(text, index)`` is ``(value, end)``.
-_scan = json.JSONDecoder().scan_once
+#: The scanner of a decoder with ``json.loads``'s settings: ``(value, end)`` of the value at an
+#: index (an instance attribute, which the type stubs do not list).
+_scan: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 _NOT_PARSED: Any = object()
 
 
