@@ -35,21 +35,18 @@ class NotesFile:
 
     def read(self) -> list[tuple[str, str]]:
         """(date, text) of every note, oldest first. A missing file is no notes."""
+        return [note for note in map(_note, self._lines()) if note is not None]
+
+    def _lines(self) -> list[str]:
+        """The file's lines, without a note cut short by a crash (every append ends its line)."""
         try:
             content = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
         lines = content.splitlines()
         if lines and not content.endswith("\n") and _TORN.match(lines[-1]):
-            lines.pop()  # a note cut short by a crash (every append ends its line): not a note
-        notes = []
-        for line in lines:
-            match = _LINE.match(line)
-            if match:
-                notes.append((match.group(1), match.group(2)))
-            elif line.strip() and not line.startswith("#"):
-                notes.append(("", line.strip().removeprefix("- ")))  # a line a person wrote by hand
-        return notes
+            lines.pop()
+        return lines
 
     def append(self, text: str) -> int:
         """Add a note (newlines folded into spaces); returns how many notes there are now."""
@@ -70,12 +67,15 @@ class NotesFile:
 
     def forget(self, number: int) -> str:
         """Delete note ``number`` (1-based, as ``read`` lists them); rewritten atomically."""
-        notes = self.read()
-        if not 1 <= number <= len(notes):
-            raise IndexError(f"there is no note {number}; {self.path} holds {len(notes)}")
-        removed = notes.pop(number - 1)
-        text = "".join(f"- {date}: {note}\n" if date else f"- {note}\n" for date, note in notes)
-        bandoneon.write_atomically(self.path, text)
+        # Only that note's line goes: the headings, blank lines and hand-written lines a person
+        # put in the file (``read`` skips all but the notes) are written back as they were.
+        lines = self._lines()
+        where = [index for index, line in enumerate(lines) if _note(line) is not None]
+        if not 1 <= number <= len(where):
+            raise IndexError(f"there is no note {number}; {self.path} holds {len(where)}")
+        removed = _note(lines.pop(where[number - 1]))
+        assert removed is not None
+        bandoneon.write_atomically(self.path, "".join(f"{line}\n" for line in lines))
         return removed[1]
 
     async def aread(self) -> list[tuple[str, str]]:
@@ -83,3 +83,13 @@ class NotesFile:
 
     async def aappend(self, text: str) -> int:
         return await asyncio.to_thread(self.append, text)
+
+
+def _note(line: str) -> tuple[str, str] | None:
+    """The (date, text) of a line of the file; None for a heading (``#``) or a blank line."""
+    match = _LINE.match(line)
+    if match:
+        return match.group(1), match.group(2)
+    if line.strip() and not line.startswith("#"):
+        return "", line.strip().removeprefix("- ")  # a line a person wrote by hand
+    return None

@@ -7,6 +7,7 @@ wrapped in a ``<saved-notes>`` block that says so, and a note cannot close the b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .store import Hit
@@ -19,9 +20,14 @@ _PREAMBLE = (
 )
 
 
+#: The fence's tags as a model would read them: any case, spaces inside ("</SAVED-NOTES>", "< /saved-notes>").
+_TAG = re.compile(r"<\s*(/?)\s*(saved-notes)", re.IGNORECASE)
+
+
 def _clean(text: str) -> str:
-    """One line, with the fence's tags defused so a note cannot end the block."""
-    return " ".join(text.split()).replace("<saved-notes", "‹saved-notes").replace("</saved-notes", "‹/saved-notes")
+    """One line, with the fence's tags defused so a note cannot end the block (in any case:
+    a model does not read ``</Saved-Notes>`` as anything but the end of the block)."""
+    return _TAG.sub(r"‹\1\2", " ".join(text.split()))
 
 
 def render_notes(notes: Iterable[tuple[str, str]], scope: str) -> str | None:

@@ -34,7 +34,7 @@ import attrs
 
 import bandoneon
 
-__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_batch", "frame_text", "message_text", "replay", "result_line", "tool_result_text", "unframe", "usage_text"]
+__all__ = ["CLEAR", "LoadedSession", "SessionError", "SessionLocked", "answer_gaps", "check_session_id", "encode", "frame", "frame_batch", "frame_text", "is_session_id", "message_text", "replay", "result_line", "tool_result_text", "unframe", "usage_text"]
 
 FORMAT_VERSION = 2
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" would let a trailing newline through
@@ -46,6 +46,12 @@ class SessionError(bandoneon.BandoneonError):
 
 class SessionLocked(SessionError):
     """Another process (or another agent in this one) has the session open for writing."""
+
+
+def is_session_id(name: object) -> bool:
+    """Could ``name`` be a session's id? A listing skips files and rows that no id names (a
+    ``my notes.jsonl`` dropped in the folder is not a session, and must not stop the listing)."""
+    return isinstance(name, str) and _SESSION_ID.match(name) is not None
 
 
 def check_session_id(session_id: object) -> str:
@@ -70,6 +76,8 @@ class LoadedSession:
     #: How many of the last messages answer tool calls that were running when the process
     #: stopped (written ahead, their results never came): added on load, never run again.
     interrupted: int = 0
+    #: The format its header names (``FORMAT_VERSION`` when it was written by this version).
+    version: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -183,6 +191,7 @@ def replay(session_id: str, lines: Iterable[tuple[str, str | bytes]], *, torn: s
     usage = bandoneon.Usage()
     created_at: float | None = None
     forked_from: str | None = None
+    version: int | None = None
     damage: str | None = None
     valid = 0
     framed_file = False
@@ -198,7 +207,14 @@ def replay(session_id: str, lines: Iterable[tuple[str, str | bytes]], *, torn: s
                 raise TypeError(f"a record is a JSON object, not {type(record).__name__}")
             kind = record["type"]
             if kind == "session":
-                created_at, forked_from = float(record["created_at"]), record.get("forked_from")
+                created_at, forked_from = _timestamp(record["created_at"]), record.get("forked_from")
+                version = record.get("version", 1)
+                if type(version) is not int:
+                    raise ValueError(f"its format version {str(version)[:40]!r} is not a number")
+            elif created_at is None:
+                # Records with no header before them (a file cut or written by hand) are damage,
+                # not an empty session: opening it for writing keeps them aside, never overwrites them.
+                raise ValueError("it comes before the session's header (a session's first record)")
             elif kind == "message":
                 messages.append(bandoneon.structure(record["message"], bandoneon.Message))
             elif kind == "usage":
@@ -225,7 +241,21 @@ def replay(session_id: str, lines: Iterable[tuple[str, str | bytes]], *, torn: s
     messages, closed = close_open_calls(messages)
     if closed and damage:
         damage = f"{damage}; {closed} tool call(s) left without a result were answered as interrupted"
-    return LoadedSession(session_id, tuple(messages), usage, created_at, forked_from, damage, valid, 0 if damage else closed)
+    return LoadedSession(session_id, tuple(messages), usage, created_at, forked_from, damage, valid, 0 if damage else closed, version)
+
+
+#: The latest creation time a header may carry (9999-12-30 UTC: what a clock in any time zone
+#: can show). Past it (or not a number: an int past float range, NaN, a string) it is damage.
+_LAST_TIME = 253402128000.0
+
+
+def _timestamp(value: Any) -> float:
+    """A header's creation time; ``ValueError`` unless a finite time a clock can show (``float``
+    of a huge int raises ``OverflowError``, and ``time.localtime`` of NaN or 1e300 fails in
+    ``sessions list``: a hostile header would stop the load or the listing instead of being damage)."""
+    if type(value) not in (int, float) or not 0 <= value < _LAST_TIME:  # NaN compares False
+        raise ValueError(f"its creation time {str(value)[:40]!r} is not a time")
+    return float(value)
 
 
 def answer_gaps(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Message], str | None]:

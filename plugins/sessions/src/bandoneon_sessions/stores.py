@@ -23,6 +23,7 @@ from .lock import SessionLock
 from .records import (
     CLEAR,
     CLEAR_TEXT,
+    FORMAT_VERSION,
     LoadedSession,
     SessionError,
     check_session_id,
@@ -30,6 +31,7 @@ from .records import (
     frame,
     frame_batch,
     header_record,
+    is_session_id,
     message_record,
     message_text,
     replay,
@@ -95,6 +97,13 @@ class SessionStore(abc.ABC):
     def open_for_writing(self, session_id: str) -> LoadedSession:
         """Create the session, or repair a damaged one (the original is kept aside). Call with the lock held."""
         loaded = self.load(session_id)
+        if loaded.version is not None and loaded.version > FORMAT_VERSION:
+            # Records of a format this version does not know read as damage: "repairing" them
+            # would cut the session at the first one and write it back in the older format.
+            raise SessionError(
+                f"session {session_id!r} was written by a newer bandoneon-sessions (format {loaded.version}; this one "
+                f"writes format {FORMAT_VERSION}): upgrade bandoneon-sessions to go on with it"
+            )
         if not loaded.exists and loaded.damage is None:
             created = time.time()
             self._replace(session_id, [header_record(session_id, created)], keep_damaged=False)
@@ -153,18 +162,27 @@ class SessionStore(abc.ABC):
         source = self.load(source_id)
         if not source.exists:
             raise SessionError(f"cannot fork {source_id!r}: there is no such session")
-        if self.load(check_session_id(new_id)).exists:
-            raise SessionError(f"cannot fork into {new_id!r}: that session already exists")
+        self._refuse_existing(new_id)
         at = len(source.messages) if at is None else at
         valid_cut(source.messages, at)
         lock = self.lock(new_id)
         try:
+            self._refuse_existing(new_id)  # again under the lock: another fork may have made it since
             created = time.time()
             records = [header_record(new_id, created, source_id)] + [message_record(m) for m in source.messages[:at]]
             self._replace(new_id, records, keep_damaged=False)
         finally:
             lock.release()
         return self.load(new_id)
+
+    def _refuse_existing(self, new_id: str) -> None:
+        """A fork never writes over a session, nor over a damaged one (whose header may be the
+        damaged record, so it does not "exist"): its records would be gone with no copy kept."""
+        target = self.load(check_session_id(new_id))
+        if target.exists:
+            raise SessionError(f"cannot fork into {new_id!r}: that session already exists")
+        if target.damage:
+            raise SessionError(f"cannot fork into {new_id!r}: a damaged session is stored under that id ({target.damage})")
 
 
 def batch(messages: Iterable[bandoneon.Message] = (), *, usage: bandoneon.Usage | None = None, clear: bool = False) -> list[dict[str, Any]]:
@@ -373,7 +391,9 @@ class JsonlStore(SessionStore):
         return _JsonlWriter(self.file(check_session_id(session_id)))
 
     def _ids(self) -> list[str]:
-        return sorted(p.stem for p in self.folder.glob("*.jsonl")) if self.folder.is_dir() else []
+        if not self.folder.is_dir():
+            return []
+        return sorted(p.stem for p in self.folder.glob("*.jsonl") if is_session_id(p.stem))  # not a session's name: not ours
 
 
 _SCHEMA = """
@@ -455,7 +475,8 @@ class SqliteSessionStore(SessionStore):
     def _ids(self) -> list[str]:
         if not self.path.exists():
             return []
-        return [row[0] for row in self._run(lambda c: c.execute("SELECT DISTINCT session_id FROM records ORDER BY session_id").fetchall())]
+        rows = self._run(lambda c: c.execute("SELECT DISTINCT session_id FROM records ORDER BY session_id").fetchall())
+        return [row[0] for row in rows if is_session_id(row[0])]  # rows no session id names are not ours
 
 
 class _SqliteWriter(SessionWriter):
