@@ -9,6 +9,7 @@ switches the pack on for one test in any environment where it is installed.
 
 import importlib.metadata
 import os
+import tempfile
 
 import pytest
 
@@ -17,6 +18,10 @@ WITH_PACK = os.environ.get("BANDONEON_TEST_WITH_PACK") == "1"
 
 if not WITH_PACK:
     os.environ.setdefault("BANDONEON_DISABLED_PLUGINS", PACK)
+
+# The human plugin seals approvals with a key it keeps in the user's state folder: the suite's
+# key lives in a folder of its own, never in the home of whoever runs the tests.
+os.environ.setdefault("BANDONEON_HUMAN_KEY", os.path.join(tempfile.mkdtemp(prefix="bandoneon-tests-"), "human-approvals.key"))
 
 try:  # property tests judge what the code does, never how fast a shared CI machine ran it
     from hypothesis import HealthCheck, settings

@@ -17,7 +17,7 @@ from typing import Any
 
 import bandoneon
 
-from .marking import UNTRUSTED_PROMPT, mark_untrusted
+from .marking import UNTRUSTED_PROMPT, mark_untrusted, wrapper_tags
 from .policy import Policy
 from .rules import Redaction, Rule
 from .screen import Screen, screen_of
@@ -91,11 +91,16 @@ class Enforcer:
         """Redact, then mark as untrusted (once per call); None when nothing changed."""
         name = tool.name if tool is not None else call.name
         text = self.redact(result.content, tool_name=name)
-        if tool is not None and self._is_untrusted(tool) and not result.was_refused and result.arguments is not None:
-            marked = run.stash.setdefault(_MARKED, set())
-            if call.id not in marked:
-                marked.add(call.id)
+        marked = run.stash.get(_MARKED)
+        if marked is not None and call.id in marked:
+            # Wrapped already by an enforcer that ran first (a policy pack): this redaction ran
+            # inside the wrapper, and removing text there can join the pieces of a tag
+            # (``</untru[ref:1]sted>``). Wrapped again, so the model still reads one of each.
+            if text != result.content and not _wrapped_once(text):
                 text = mark_untrusted(text, name)
+        elif tool is not None and self._is_untrusted(tool) and not result.was_refused and result.arguments is not None:
+            run.stash.setdefault(_MARKED, set()).add(call.id)
+            text = mark_untrusted(text, name)
         return None if text == result.content else text
 
     def redact(self, text: str, *, tool_name: str | None = None) -> str:
@@ -154,6 +159,11 @@ class Enforcer:
         warned.add(frozenset(tools))
         log.warning("%s: %s", self.label, message)
         warnings.warn(f"{self.label}: {message}", TrifectaWarning, stacklevel=2)
+
+
+def _wrapped_once(text: str) -> bool:
+    """``text`` is one wrapper: an opening tag at the start, its closing tag at the end, no other."""
+    return text.startswith("<untrusted source=") and text.endswith("\n</untrusted>") and wrapper_tags(text) == ["open", "close"]
 
 
 async def _ask_a_person(run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any], reason: str) -> bandoneon.Refuse | bandoneon.Respond | None:

@@ -12,6 +12,15 @@ answer records the digest it approved. A file whose call, rendering or answer no
 matches its digest is refused (``PendingTampered``) and nothing runs, so editing ``tool`` or
 ``arguments`` on disk cannot turn an approved ``drop_claw("penguin")`` into another call.
 
+The digest alone is no protection against whoever can write the file: anyone can compute a
+SHA-256, so a model with a file-writing tool could write a whole file, digests and an
+``approved`` answer included, and then make the call. So an answer is sealed: an HMAC
+(``answer["seal"]``) under a key kept outside the workspace, in this user's state folder
+(``$BANDONEON_HUMAN_KEY``, else ``$XDG_STATE_HOME/bandoneon/human-approvals.key``, made
+readable by this user only). An answer without a valid seal is refused. An approved answer is
+used once: its seal is recorded beside the key when the call starts, so writing an old copy
+of the file back cannot run the call again.
+
 What this is not: the run's memory. The history has to come back some other way (the
 sessions plugin, or your app), and the model has to call the tool again; ``resume_prompt``
 writes the message that asks it to.
@@ -21,8 +30,10 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import hmac
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +43,14 @@ import bandoneon
 
 __all__ = [
     "Pending",
+    "claim_once",
     "PendingTampered",
     "answer_pending",
     "call_digest",
     "consume_pending",
     "now",
     "read_pending",
+    "seal",
     "shown_call",
     "write_pending",
 ]
@@ -97,7 +110,60 @@ class Pending:
             return f"what it shows ({self.shown}) is not its call ({shown_call(self.tool, self.arguments)})"
         if self.answer is not None and self.answer.get("digest") != expected:
             return "its answer was given for another call (the answer's digest differs)"
+        if self.answer is not None and not hmac.compare_digest(str(self.answer.get("seal", "")), seal(self.answer)):
+            return "its answer does not carry the seal of `bandoneon human answer` (it was not given through it)"
         return None
+
+
+#: The fields of an answer the seal covers: what the person said, for which call. What the
+#: plugin adds later (``started_at``, ``result``) is progress, not the person's word.
+_SEALED = ("approved", "by", "note", "answered_at", "digest", "nonce")
+
+
+def _key_file() -> Path:
+    if os.environ.get("BANDONEON_HUMAN_KEY"):
+        return Path(os.environ["BANDONEON_HUMAN_KEY"])
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "bandoneon" / "human-approvals.key"
+
+
+def _key() -> bytes:
+    """The secret answers are sealed with, made on first use (readable by this user only)."""
+    path = _key_file()
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    draft = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="ascii") as out:
+        out.write(secrets.token_hex(32))
+    try:
+        os.link(draft, path)  # whole or not at all; a process that made one first wins
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(draft)
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+
+
+def seal(answer: dict[str, Any]) -> str:
+    """The HMAC of an answer's sealed fields under the user's key."""
+    sealed = _canonical({field: answer.get(field) for field in _SEALED})
+    return "hmac-sha256:" + hmac.new(_key(), sealed.encode(), hashlib.sha256).hexdigest()
+
+
+def claim_once(answer: dict[str, Any]) -> bool:
+    """Record that this approved answer is being used; False when it was used before (a copy
+    of the file written back). The record is kept beside the key, out of the workspace."""
+    used = _key_file().parent / "used-approvals"
+    used.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        os.close(os.open(used / str(answer.get("seal", "")).removeprefix("hmac-sha256:"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def now() -> str:
@@ -146,7 +212,9 @@ def answer_pending(path: str | Path, approved: bool, *, by: str = "", note: str 
     pending = read_pending(path)
     if pending is None:
         raise bandoneon.ConfigError(f"{path}: there is no pending approval to answer")
-    answer = {"approved": approved, "by": by, "note": note, "answered_at": now(), "digest": pending.digest}
+    answer: dict[str, Any] = {"approved": approved, "by": by, "note": note, "answered_at": now(), "digest": pending.digest}
+    answer["nonce"] = secrets.token_hex(8)  # two answers alike are still two answers, each used once
+    answer["seal"] = seal(answer)
     if pending.audit_log:
         try:
             AuditLog(pending.audit_log).write(

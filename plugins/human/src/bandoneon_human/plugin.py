@@ -28,7 +28,7 @@ from . import hookspecs as human_hooks
 from .audit import AuditLog
 from .channels import Answer, ApprovalRequest, Channel, Question, as_answer, as_channel
 from .events import ApprovalAnswered, ApprovalRequested, Steering
-from .pending import Pending, call_digest, consume_pending, now, read_pending, shown_call, write_pending
+from .pending import Pending, call_digest, claim_once, consume_pending, now, read_pending, shown_call, write_pending
 
 __all__ = ["Human"]
 
@@ -330,6 +330,12 @@ class Human(bandoneon.Plugin):
             )
         if not pending.approved:
             consume_pending(self.pause_file)
+        elif not claim_once(pending.answer):
+            consume_pending(self.pause_file)
+            return bandoneon.Refuse(
+                f"The approval of {pending.shown} in {self.pause_file} was already used once, so {pending.tool} did not run "
+                "again. Ask for a new approval if it must run again."
+            )
         else:
             write_pending(self.pause_file, attrs.evolve(pending, answer={**pending.answer, "started_at": now()}))
             self._state(run).setdefault("resumed_calls", set()).add(call.id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Annotated, Any, cast
 
 import attrs
@@ -34,6 +35,11 @@ RANGES = {
 #: subagents of their own. Each level multiplies the calls, and a failure deep down
 #: arrives as one confusing line (level 15, "What to watch").
 DEFAULT_MAX_DEPTH = 1
+
+#: The deepest level the subagents being run in this context may reach: the smallest
+#: ``max_depth`` of every subagent above. A child's own subagent tools cannot raise the limit
+#: its parent set (``max_depth=1`` means no grandchildren, whatever the child's tools say).
+_DEPTH_LIMIT: ContextVar[int | None] = ContextVar("bandoneon_subagents_depth_limit", default=None)
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}\Z")
 _DELTAS = frozenset({"text_delta", "tool_call_delta"})
@@ -83,9 +89,17 @@ class _Subagent:
             chosen = list(self.plugins)
         names = {_name_of(p) for p in chosen}
         for plugin in _inherited(parent):
-            if bandoneon.plugin_name(plugin) not in names:
+            name = bandoneon.plugin_name(plugin)
+            if name not in names:
                 chosen.append(plugin)
-                names.add(bandoneon.plugin_name(plugin))
+                names.add(name)
+            elif not any(p is plugin for p in chosen):
+                # One name, one plugin per agent: the child's own would silently take the place of
+                # the parent's (a looser guard, or a default one, and the parent's rules are gone).
+                raise bandoneon.ConfigError(
+                    f"subagent {self.name!r} brings its own {name!r} plugin, which would replace the parent's: "
+                    f"the parent's {name!r} follows it into every child, so leave it out of the subagent's plugins"
+                )
         return chosen
 
     def child_agent(self, run: bandoneon.RunContext) -> bandoneon.Agent:
@@ -111,9 +125,11 @@ class _Subagent:
                 "the goal, the constraints and what a good answer looks like."
             )
         depth = run.depth + 1
-        if depth > self.max_depth:
+        above = _DEPTH_LIMIT.get()
+        limit = self.max_depth if above is None else min(above, self.max_depth)
+        if depth > limit:
             raise bandoneon.ToolError(
-                f"{self.name} was not started: subagents may nest {self.max_depth} level(s) deep and this "
+                f"{self.name} was not started: subagents may nest {limit} level(s) deep and this "
                 f"call would be level {depth}. Do this errand with your own tools."
             )
         try:
@@ -124,11 +140,13 @@ class _Subagent:
         child.on("run_end", lambda event: spent.append(cast(bandoneon.RunEnd, event).usage))
         if self.forward_events and run.wants_events:
             self._forward(child, run)
+        limited = _DEPTH_LIMIT.set(limit)  # the child's own subagents nest no deeper than this
         try:
             result = await child.run(brief, parent=run)
         except bandoneon.BandoneonError as exc:
             raise bandoneon.ToolError(f"{self.name} failed before it could answer: {exc}") from None
         finally:
+            _DEPTH_LIMIT.reset(limited)
             # The run_end event carries the usage even when the child raised or was cancelled.
             for usage in spent:
                 run.usage = run.usage + usage
