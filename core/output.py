@@ -145,6 +145,13 @@ def _schema(output_type: Any) -> tuple[OutputSchema, bool]:
         inner = json_schema(output_type)
     except TypeError as exc:
         raise ConfigError(f"output_type {output_type!r} cannot be asked of a model: {exc}") from None
+    except RecursionError:
+        # A class with a field of its own type (a tree): the schema is written out inline, so
+        # it never ends. Said when the agent is made, like any other type no model can fill in.
+        raise ConfigError(
+            f"output_type {output_type!r} cannot be asked of a model: it contains itself (a recursive type); "
+            "give the nesting a fixed depth, or take the nested part as a JSON string"
+        ) from None
     is_object = object_fields(output_type) is not None
     if is_object:
         schema = inner

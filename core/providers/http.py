@@ -279,11 +279,14 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 async def iter_sse(response: httpx.Response, limits: JsonLimits = DEFAULT_JSON_LIMITS, provider: str = "the server") -> AsyncIterator[tuple[str | None, str]]:
     """Yield ``(event, data)`` for each server-sent event of a streaming response. A line or an
     event's data longer than ``limits.max_bytes`` characters is a ``BadResponse``: lines are
-    split here (CR, LF or CRLF, as the format says), so nothing waits unbounded for a line end."""
+    split here (CR, LF or CRLF, as the format says), so nothing waits unbounded for a line end.
+    The whole stream is bounded the same way as a whole body: a server that sends small events
+    (or comments) without end is refused, not assembled into a reply that fills the memory."""
     limit = limits.max_bytes
     event: str | None = None
     data: list[str] = []
     size = 0
+    total = 0
     rest = ""
     async for text in response.aiter_text():
         buffer = rest + text
@@ -306,6 +309,9 @@ async def iter_sse(response: httpx.Response, limits: JsonLimits = DEFAULT_JSON_L
                 data.append(line[5:].lstrip(" "))
             elif line.startswith("event:"):
                 event = line[6:].strip()
+        total += len(text)
+        if total > limit:
+            raise BadResponse(f"{provider}: the stream was refused: its events are over the limit of {limit} characters in all", provider=provider)
     last = rest.rstrip("\r")
     if last.startswith("data:"):
         data.append(last[5:].lstrip(" "))

@@ -238,6 +238,10 @@ class ChunkAssembler:
         self.usage: Usage | None = None
         self.model: str | None = None
         self.pieces = 0
+        #: The ``index`` of the choice being assembled: the first one seen. A server asked for
+        #: several (``n`` in the settings) interleaves their deltas; mixing them would splice
+        #: two replies into one (the non-streamed path also takes the first choice only).
+        self.choice: Any = None
 
     @property
     def delivered(self) -> bool:
@@ -253,6 +257,11 @@ class ChunkAssembler:
         if not isinstance(choices, list) or not all(isinstance(c, dict) and isinstance(c.get("delta") or {}, dict) for c in choices):
             raise BadResponse(f"{provider}: a stream chunk's choices are malformed: {json.dumps(choices, default=str)[:200]}", provider=provider)
         for choice in choices:
+            which = choice.get("index") or 0
+            if which != self.choice:
+                if self.choice is not None:
+                    continue
+                self.choice = which
             delta = choice.get("delta") or {}
             if not isinstance(delta.get("content") or "", str) or not isinstance(delta.get("tool_calls") or [], list):
                 raise BadResponse(f"{provider}: a stream chunk's delta is malformed: {json.dumps(delta, default=str)[:200]}", provider=provider)
@@ -268,7 +277,15 @@ class ChunkAssembler:
             for piece in delta.get("tool_calls") or ():
                 function = piece.get("function") if isinstance(piece, dict) else None
                 index = piece.get("index", len(self.calls)) if isinstance(piece, dict) else None
-                if not isinstance(function or {}, dict) or not isinstance(index, int) or not isinstance((function or {}).get("arguments") or "", str):
+                # Every field the reply keeps is checked, as in ``parse_completion``: an id or a
+                # name that is not text would otherwise escape later as a raw TypeError.
+                if (
+                    not isinstance(function or {}, dict)
+                    or not isinstance(index, int)
+                    or not isinstance((function or {}).get("arguments") or "", str)
+                    or not isinstance((function or {}).get("name") or "", str)
+                    or not isinstance(piece.get("id") or "", str)
+                ):
                     raise BadResponse(f"{provider}: a streamed tool call is malformed: {json.dumps(piece, default=str)[:200]}", provider=provider)
                 function = function or {}
                 slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
@@ -279,8 +296,11 @@ class ChunkAssembler:
                 self.pieces += 1
                 if self.on_delta is not None:
                     await self.on_delta("tool_call", (index, slot["name"] or None, arguments))
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+            reason = choice.get("finish_reason")
+            if reason:
+                if not isinstance(reason, str):
+                    raise BadResponse(f"{provider}: a stream chunk's finish_reason is {_kind(reason)}, not text", provider=provider)
+                self.finish_reason = reason
 
     async def _piece(self, kind: str, text: str) -> None:
         (self.thinking if kind == "thinking" else self.text).append(text)

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from bandoneon import (
+    BadResponse,
     ConfigError,
     DeltaCallback,
     HttpClient,
@@ -196,25 +197,42 @@ class _StreamReader:
     def text(self) -> str:
         return "".join(b["text"] for _, b in sorted(self.blocks.items()) if b["type"] == "text")
 
+    def _object(self, value: Any, what: str) -> dict[str, Any]:
+        """A part of an event that must be an object ({} when missing): a broken event is a
+        ``BadResponse``, never a raw ``AttributeError`` or ``TypeError`` from deeper down."""
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return value
+        raise BadResponse(f"{self.provider}: a stream event's {what} is not an object: {json.dumps(value, default=str)[:80]}", provider=self.provider)
+
+    def _index(self, data: dict[str, Any], default: int) -> int:
+        index = data.get("index", default)
+        if type(index) is not int:
+            raise BadResponse(f"{self.provider}: a stream event's index is {json.dumps(index, default=str)[:40]}, not a number", provider=self.provider)
+        return index
+
     async def feed(self, event: str | None, data: Any) -> bool:
         """Take one event; True when the message is complete."""
-        kind = data.get("type") if isinstance(data, dict) else None
-        kind = kind or event
+        data = self._object(data, "data")
+        kind = data.get("type") or event
         if kind == "error":
-            raise self._error(data.get("error") or {})
+            error = data.get("error")
+            raise self._error(error if isinstance(error, dict) else {"message": str(error or "")})
         if kind == "message_start":
-            message = data.get("message") or {}
-            self.model = message.get("model")
-            self.usage.update(message.get("usage") or {})
+            message = self._object(data.get("message"), "message")
+            self.model = wire.text_of(message.get("model"), "model", self.provider) or None
+            self.usage.update(self._object(message.get("usage"), "usage"))
         elif kind == "content_block_start":
-            block = dict(data.get("content_block") or {})
-            index = data.get("index", len(self.blocks))
+            block = self._object(data.get("content_block"), "content_block")
+            index = self._index(data, len(self.blocks))
+            text = block.get("text") or block.get("thinking") or block.get("data")
             self.blocks[index] = {
                 "type": block.get("type"),
-                "text": block.get("text") or block.get("thinking") or block.get("data") or "",
-                "signature": block.get("signature") or "",
-                "id": block.get("id"),
-                "name": block.get("name"),
+                "text": wire.text_of(text, "content block text", self.provider),
+                "signature": wire.text_of(block.get("signature"), "signature", self.provider),
+                "id": wire.text_of(block.get("id"), "tool_use id", self.provider) or None,
+                "name": wire.text_of(block.get("name"), "tool_use name", self.provider) or None,
                 "json": "",
                 "tool_index": sum(1 for b in self.blocks.values() if b["type"] == "tool_use"),
             }
@@ -222,10 +240,11 @@ class _StreamReader:
                 self.delivered = True
                 await self.on_delta("tool_call", (self.blocks[index]["tool_index"], block.get("name"), ""))
         elif kind == "content_block_delta":
-            await self._delta(self.blocks.get(data.get("index", 0)), data.get("delta") or {})
+            await self._delta(self.blocks.get(self._index(data, 0)), self._object(data.get("delta"), "delta"))
         elif kind == "message_delta":
-            self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
-            self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+            stop = self._object(data.get("delta"), "delta").get("stop_reason")
+            self.stop_reason = wire.text_of(stop, "stop_reason", self.provider) or self.stop_reason
+            self.usage.update({k: v for k, v in self._object(data.get("usage"), "usage").items() if v is not None})
         elif kind == "message_stop":
             self.finished = True
             return True
@@ -236,23 +255,23 @@ class _StreamReader:
             return
         kind = delta.get("type")
         if kind == "text_delta":
-            piece = delta.get("text") or ""
+            piece = wire.text_of(delta.get("text"), "text", self.provider)
             block["text"] += piece
             if piece:
                 self.delivered = True
                 await self.on_delta("text", piece)
         elif kind == "input_json_delta":
-            piece = delta.get("partial_json") or ""
+            piece = wire.text_of(delta.get("partial_json"), "partial_json", self.provider)
             block["json"] += piece
             if piece:
                 await self.on_delta("tool_call", (block["tool_index"], block["name"], piece))
         elif kind == "thinking_delta":
-            piece = delta.get("thinking") or ""
+            piece = wire.text_of(delta.get("thinking"), "thinking", self.provider)
             block["text"] += piece
             if piece:
                 await self.on_delta("thinking", piece)
         elif kind == "signature_delta":
-            block["signature"] += delta.get("signature") or ""
+            block["signature"] += wire.text_of(delta.get("signature"), "signature", self.provider)
 
     def _error(self, error: dict[str, Any]) -> Exception:
         """What an ``error`` event means: once text or a call was shown, a ``StreamInterrupted``
@@ -279,7 +298,7 @@ class _StreamReader:
             elif block["type"] == "redacted_thinking":
                 thinking.append(Thinking(block["text"], None, is_redacted=True))
         message = Message("assistant", "".join(text), tuple(calls), thinking=tuple(thinking))
-        usage: Usage = wire.usage(self.usage)
+        usage: Usage = wire.usage(self.usage, self.provider)
         return ModelReply(message, wire.finish_reason(self.stop_reason), usage, self.model)
 
 

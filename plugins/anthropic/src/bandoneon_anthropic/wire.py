@@ -13,7 +13,7 @@ from typing import Any
 
 from bandoneon import BadResponse, ConfigError, ImagePart, Message, ModelReply, ModelRequest, Part, TextPart, Thinking, ToolCall, ToolSpec, Usage
 
-__all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "system_blocks", "tool_choice", "usage", "wire_messages", "wire_tools"]
+__all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "system_blocks", "text_of", "tool_choice", "usage", "wire_messages", "wire_tools"]
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 _EMPTY_REPLY = "(empty reply)"
@@ -136,19 +136,37 @@ def system_blocks(request: ModelRequest, *, cache: bool) -> list[dict[str, Any]]
     return [block]
 
 
-def usage(raw: Mapping[str, Any] | None) -> Usage:
-    """Anthropic's ``input_tokens`` excludes cached tokens; bandoneon's includes them (as parts)."""
+def usage(raw: Mapping[str, Any] | None, provider: str = "anthropic") -> Usage:
+    """Anthropic's ``input_tokens`` excludes cached tokens; bandoneon's includes them (as parts).
+    ``BadResponse`` when a count is not a whole number (it would break every sum of usage)."""
     raw = raw or {}
-    fresh = raw.get("input_tokens") or 0
-    read = raw.get("cache_read_input_tokens") or 0
-    written = raw.get("cache_creation_input_tokens") or 0
+    if not isinstance(raw, Mapping):
+        raise BadResponse(f"{provider}: the reply's usage is not an object: {json.dumps(raw, default=str)[:80]}", provider=provider)
+    fresh = _count(raw, "input_tokens", provider)
+    read = _count(raw, "cache_read_input_tokens", provider)
+    written = _count(raw, "cache_creation_input_tokens", provider)
     return Usage(
         input_tokens=fresh + read + written,
-        output_tokens=raw.get("output_tokens") or 0,
+        output_tokens=_count(raw, "output_tokens", provider),
         cached_input_tokens=read,
         cache_write_tokens=written,
         requests=1,
     )
+
+
+def _count(raw: Mapping[str, Any], field: str, provider: str) -> int:
+    value = raw.get(field) or 0
+    if type(value) is int and value >= 0:
+        return value
+    raise BadResponse(f"{provider}: the reply's usage.{field} is {json.dumps(value, default=str)[:60]}, not a token count", provider=provider)
+
+
+def text_of(value: Any, what: str, provider: str) -> str:
+    """A field of the reply that must be text ("" when missing); ``BadResponse`` otherwise, so a
+    number or an object never reaches the history (to break a later request or a store)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise BadResponse(f"{provider}: the reply's {what} is {json.dumps(value, default=str)[:60]}, not text", provider=provider)
 
 
 def finish_reason(stop_reason: str | None) -> str:
@@ -163,17 +181,21 @@ def parse_message(data: Any, provider: str) -> ModelReply:
     calls: list[ToolCall] = []
     thinking: list[Thinking] = []
     for block in data["content"]:
+        if not isinstance(block, dict):
+            raise BadResponse(f"{provider}: a content block of the reply is not an object: {json.dumps(block, default=str)[:80]}", provider=provider)
         kind = block.get("type")
         if kind == "text":
-            text.append(block.get("text") or "")
+            text.append(text_of(block.get("text"), "text", provider))
         elif kind == "tool_use":
-            calls.append(ToolCall(block.get("id") or f"toolu_{len(calls)}", block.get("name") or "", _input_text(block.get("input"))))
+            call_id, name = text_of(block.get("id"), "tool_use id", provider), text_of(block.get("name"), "tool_use name", provider)
+            calls.append(ToolCall(call_id or f"toolu_{len(calls)}", name, _input_text(block.get("input"))))
         elif kind == "thinking":
-            thinking.append(Thinking(block.get("thinking") or "", block.get("signature")))
+            thinking.append(Thinking(text_of(block.get("thinking"), "thinking", provider), text_of(block.get("signature"), "signature", provider) or None))
         elif kind == "redacted_thinking":
-            thinking.append(Thinking(block.get("data") or "", None, is_redacted=True))
+            thinking.append(Thinking(text_of(block.get("data"), "redacted_thinking data", provider), None, is_redacted=True))
     message = Message("assistant", "".join(text), tuple(calls), thinking=tuple(thinking))
-    return ModelReply(message, finish_reason(data.get("stop_reason")), usage(data.get("usage")), data.get("model"))
+    stop = text_of(data.get("stop_reason"), "stop_reason", provider) or None
+    return ModelReply(message, finish_reason(stop), usage(data.get("usage"), provider), text_of(data.get("model"), "model", provider) or None)
 
 
 def _input_text(value: Any) -> str:

@@ -23,7 +23,7 @@ from .connection import Connection
 from .events import McpToolsChanged, ServerUnavailable
 from .hub import hub
 from .resources import resource_tools
-from .tools import bandoneon_name, call_with_restart, make_tool
+from .tools import bandoneon_name, call_with_restart, description_of, make_tool
 
 __all__ = ["McpPlugin", "McpServerWarning"]
 
@@ -231,17 +231,27 @@ class McpPlugin(bandoneon.Plugin):
                 tools = await hub.run(connection.refresh_tools())
             except ServerUnavailable:
                 continue
-            listed = {t.name for t in tools}
-            before = set(names.values())
-            current = self._add_tools(run.agent, server_name, self.servers[server_name], tools, names, known_only_later=True)
-            added = tuple(sorted(set(current.values()) - before))
-            removed = tuple(sorted(local for remote, local in names.items() if remote not in listed))
+            listed = {t.name: t for t in tools}
+            # A tool listed again with another schema or description is taken off and added
+            # anew: kept, it would go on offering the old schema and refusing (before sending)
+            # every call that fits the server's new one.
+            changed = {remote for remote, local in names.items() if remote in listed and _differs(run.agent.tools.get(local), server_name, listed[remote])}
+            kept = {remote: local for remote, local in names.items() if remote not in changed}
+            before = set(kept.values())
+            removed = tuple(sorted(local for remote, local in names.items() if remote not in listed or remote in changed))
             for local in removed:
                 if local in run.agent.tools:
                     run.agent.remove_tool(local)
+            current = self._add_tools(run.agent, server_name, self.servers[server_name], tools, kept, known_only_later=True)
+            added = tuple(sorted(set(current.values()) - before))
             offered[server_name] = {remote: local for remote, local in current.items() if remote in listed}
             if added or removed:
                 await run.emit(McpToolsChanged(run.run_id, server_name, added, removed))
+
+
+def _differs(offered: bandoneon.Tool | None, server_name: str, listed: mcp_types.Tool) -> bool:
+    """Does the server's new listing of a tool differ from the tool the agent offers?"""
+    return offered is not None and (offered.parameters != dict(listed.input_schema) or offered.description != description_of(server_name, listed))
 
 
 def _taken(agent: bandoneon.Agent) -> set[str]:

@@ -28,7 +28,7 @@ from .events import McpServerRestarted, ServerUnavailable
 from .hub import Hub
 from .results import tool_result_text
 
-__all__ = ["bandoneon_name", "make_tool"]
+__all__ = ["bandoneon_name", "description_of", "make_tool"]
 
 #: The run context reaches the tool under a name no JSON schema property can have.
 _RUN = "bandoneon run"
@@ -40,17 +40,28 @@ _MAX_PROBLEMS = 3
 
 def bandoneon_name(server_name: str, server: Server, tool_name: str, taken: Collection[str]) -> str:
     """The name the model sees (the rule in the module docstring)."""
-    safe = _UNSAFE.sub("_", tool_name)
-    name = f"{server.prefix}{safe}" if server.prefix else safe
+    safe = _UNSAFE.sub("_", tool_name) or "_"  # "" is a name no model API takes
+    name = _fit(f"{server.prefix}{safe}" if server.prefix else safe)
     if name in taken:
-        name = f"{server_name}_{safe}"
-    name = name[:64]
+        name = _fit(f"{server_name}_{safe}")
     if name in taken:
         raise bandoneon.ConfigError(
             f"MCP server {server_name!r}: its tool {tool_name!r} cannot be named {name!r}, another tool has "
             f"that name; give the server a 'prefix' (for example prefix = \"{server_name}__\")"
         )
     return name
+
+
+def _fit(name: str) -> str:
+    """``name`` safe (a prefix or a server name may have any characters) and at most 64 long.
+    A longer name (MCP allows 128) ends with a hash of the whole: names that differ only past
+    the 64th character stay different, so a clash is not made here that no prefix could undo."""
+    name = _UNSAFE.sub("_", name)
+    if len(name) <= 64:
+        return name
+    import hashlib
+
+    return f"{name[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def _validator(server_name: str, tool: mcp_types.Tool) -> jsonschema.protocols.Validator:
@@ -69,6 +80,11 @@ def _problems(validator: jsonschema.protocols.Validator, arguments: dict[str, An
         where = "/".join(str(part) for part in error.path)
         problems.append(f"{where}: {error.message}" if where else error.message)
     return problems
+
+
+def description_of(server_name: str, tool: mcp_types.Tool) -> str:
+    """The description the model reads for ``tool``."""
+    return (tool.description or tool.title or f"{tool.name} (from MCP server {server_name})").strip()
 
 
 def make_tool(
@@ -97,7 +113,7 @@ def make_tool(
     capabilities = set(server.capabilities)
     return bandoneon.Tool(
         name=name,
-        description=(tool.description or tool.title or f"{tool.name} (from MCP server {server_name})").strip(),
+        description=description_of(server_name, tool),
         parameters=dict(tool.input_schema),
         function=call_mcp_tool,
         needs_approval=server.approval_needed(tool.name),
