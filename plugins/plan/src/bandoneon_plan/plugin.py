@@ -56,7 +56,8 @@ class Plan(bandoneon.Plugin):
     def __attrs_post_init__(self) -> None:
         if self.plan_file is not None and Path(self.plan_file).exists():
             try:
-                data = json.loads(Path(self.plan_file).read_text(encoding="utf-8"))
+                # Bounded: a file nested without end is a ConfigError, not a RecursionError.
+                data = bandoneon.loads_bounded(Path(self.plan_file).read_text(encoding="utf-8"))
                 self._items = [bandoneon.structure(item, PlanItem) for item in data["items"]]
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise bandoneon.ConfigError(f"plan_file {self.plan_file}: not a plan ({exc}); move it away to start over") from None

@@ -257,10 +257,13 @@ def _skills_command(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         skills = library.refresh(report_problems=False)
+    # Descriptions, allowed-tools and file names come from the skills being checked (a pull
+    # request, a third-party pack): shown through for_terminal, so an escape in them is drawn,
+    # not obeyed by the terminal (and a lone surrogate YAML decoded cannot crash the print).
     for skill in skills.values():
         limit = f" [allowed-tools: {' '.join(skill.allowed_tools)}]" if skill.allowed_tools is not None else ""
-        print(f"{skill.name}  ({skill.location}){limit}\n    {skill.description}")
+        print(bandoneon.for_terminal(f"{skill.name}  ({skill.location}){limit}\n    {skill.description}"))
     for problem in library.problems:
-        print(f"problem: {problem}", file=sys.stderr)
+        print(bandoneon.for_terminal(f"problem: {problem}"), file=sys.stderr)
     print(f"{bandoneon.plural(len(skills), 'skill')}, {bandoneon.plural(len(library.problems), 'problem')}")
     return 1 if library.problems else 0
