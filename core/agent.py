@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # asyncio is imported when a run starts: `import bandoneon` (
     from .events import Event
 
     DepsT = TypeVar("DepsT", default=Any)  # see result.py: defaults exist for type checkers only
+    _LoopEntry = tuple[Callable[[], asyncio.Task[Any] | None], Callable[[RunContext], Awaitable[RunResult[Any]]]]
 else:
     from typing import TypeVar
 
@@ -650,15 +651,12 @@ class Agent(Generic[DepsT, OutputT]):
         Raises ``RunInProgress`` if this agent is already running; ``ProviderError`` and
         ``PluginError`` for what nobody can fix (the history is left valid).
         """
-        import asyncio
-
-        from .loop import run_loop
-
+        current_task, run_loop = _LOOP_ENTRY or _loop_entry()
         if self._running:
             raise RunInProgress(f"agent {self.name!r} is already running; await that run, or fork() the agent to run in parallel")
         self._running = True
         self._cancel_requested = False
-        self._task = asyncio.current_task()
+        self._task = current_task()
         try:
             run = self.new_run(prompt, deps=deps, parent=parent, output_type=output_type)
             result = await run_loop(run)
@@ -800,6 +798,22 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     return "local:", options
 
 _thread_state = threading.local()
+
+#: ``asyncio.current_task`` and ``loop.run_loop``, bound by the first run: both bring asyncio,
+#: which ``import bandoneon`` does without. Not import statements in ``run``: on Python 3.11 a
+#: ``from .loop import ...`` there cost about 11 k instructions a run (the import system looks
+#: for the module's ``__path__`` and builds the AttributeError it does not find).
+_LOOP_ENTRY: _LoopEntry | None = None
+
+
+def _loop_entry() -> _LoopEntry:
+    global _LOOP_ENTRY
+    import asyncio
+
+    from .loop import run_loop
+
+    _LOOP_ENTRY = (asyncio.current_task, run_loop)
+    return _LOOP_ENTRY
 
 
 def _run_id() -> str:
