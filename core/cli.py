@@ -194,7 +194,10 @@ def _run(args: argparse.Namespace) -> int:
         # On a terminal the answer is shown, never obeyed; piped, it is the data itself.
         print(for_terminal(result.text) if sys.stdout.isatty() else result.text)
     elif result.answer is not None:
-        print(json.dumps(result.answer, ensure_ascii=False, default=str))
+        from .structuring import unstructure
+
+        # A terminal tool's arguments as structured for it: a class parameter becomes an object again.
+        print(json.dumps(unstructure(result.answer), ensure_ascii=False, default=str))
     if not result.ok:
         print(for_terminal(f"bandoneon: the run ended without an answer: {result.stop}" + (f" ({result.detail})" if result.detail else "")), file=sys.stderr)
         return 2
@@ -208,7 +211,7 @@ def result_as_json(result: Any) -> dict[str, Any]:
         "stop": result.stop,
         "ok": result.ok,
         "text": result.text,
-        "answer": result.answer,
+        "answer": unstructure(result.answer),  # a class instance in it (a dataclass parameter) was not JSON
         "turns": result.turns,
         "detail": result.detail,
         "usage": unstructure(result.usage),

@@ -69,6 +69,7 @@ async def run_loop(run: RunContext) -> RunResult:
     stop: Stop | None = None
     error: BaseException | None = None
     deadline = None if agent.run_timeout is None else asyncio.get_running_loop().time() + agent.run_timeout
+    timer: asyncio.Timeout | None = None
     try:
         if hooks.implements(hookspecs.before_run) and type(ran := hooks.callers["before_run"](run)) is CoroutineType:
             await ran
@@ -76,11 +77,15 @@ async def run_loop(run: RunContext) -> RunResult:
             if deadline is None:
                 stop = await _turns(run)
             else:
-                async with asyncio.timeout_at(deadline):
+                async with asyncio.timeout_at(deadline) as timer:
                     stop = await _turns(run)
         except _TurnTimeout:
             stop = Stop("timeout", f"a model call took longer than turn_timeout={agent.turn_timeout}s")
         except TimeoutError:
+            # Only the run's own timer is a timeout exit: a TimeoutError a provider raised (a
+            # blocking SDK's socket timeout) is an error, as any other exception.
+            if timer is None or not timer.expired():
+                raise
             stop = Stop("timeout", f"the run took longer than run_timeout={agent.run_timeout}s")
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -97,18 +102,7 @@ async def run_loop(run: RunContext) -> RunResult:
     finally:
         _answer_every_call(run, stop.reason if stop else f"error: {type(error).__name__}")
         if error is not None:
-            failed: RunResult[Any] = RunResult(
-                stop="error",
-                text=None,
-                turns=run.turn,
-                usage=run.usage,
-                usage_by_model=dict(run.usage_by_model),
-                messages=tuple(run.transcript[first_new:]),
-                detail=f"{type(error).__name__}: {error}",
-                run_id=run.run_id,
-                error=error,
-            )
-            await _finish(run, failed)
+            await _finish(run, _failed(run, first_new, error))
     assert stop is not None
     text = final_text(run, stop)
     # Only an exit that delivers an answer has an output: an answer sent back, refused or
@@ -120,13 +114,21 @@ async def run_loop(run: RunContext) -> RunResult:
         text, output, answer = rewritten.text, rewritten.output, rewritten.answer
     detail = stop.detail
     if not stop.is_answer and stop.reason != "cancelled" and hooks.implements(hookspecs.wrap_up):
-        message = await _wrap_up(run, stop, deadline)
-        if message is not None:
-            run.append(message)
-            text = message.content or None
-            output = wrapped_up_output(run.output, text)
-            if hooks.implements(hookspecs.check_answer):
-                text, output, detail = await check_wrap_up(run, stop, text, output)
+        try:
+            message = await _wrap_up(run, stop, deadline)
+            if message is not None and message.tool_calls:  # the run is over: a call would never get its result
+                message = attrs.evolve(message, tool_calls=()) if message.content else None
+            if message is not None:
+                run.append(message)
+                text = message.content or None
+                output = wrapped_up_output(run.output, text)
+                if hooks.implements(hookspecs.check_answer):
+                    text, output, detail = await check_wrap_up(run, stop, text, output)
+        except BaseException as exc:
+            # Past the loop's finally (a check_answer that raised, a cancel from outside): the
+            # run still ends with run_end and after_run, as after any other failure.
+            await _finish(run, _failed(run, first_new, exc))
+            raise
     result: RunResult[Any] = RunResult(
         stop=stop.reason,
         text=text,
@@ -143,6 +145,20 @@ async def run_loop(run: RunContext) -> RunResult:
     )
     await _finish(run, result)
     return result
+
+
+def _failed(run: RunContext, first_new: int, error: BaseException) -> RunResult[Any]:
+    return RunResult(
+        stop="error",
+        text=None,
+        turns=run.turn,
+        usage=run.usage,
+        usage_by_model=dict(run.usage_by_model),
+        messages=tuple(run.transcript[first_new:]),
+        detail=f"{type(error).__name__}: {error}",
+        run_id=run.run_id,
+        error=error,
+    )
 
 
 async def _wrap_up(run: RunContext, stop: Stop, deadline: float | None) -> Message | None:
@@ -329,9 +345,11 @@ async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
                 reply = await call
             else:
                 try:
-                    async with asyncio.timeout(agent.turn_timeout):
+                    async with asyncio.timeout(agent.turn_timeout) as timer:
                         reply = await call
                 except TimeoutError:
+                    if not timer.expired():
+                        raise  # the provider's own TimeoutError: an error, not turn_timeout
                     raise _TurnTimeout from None
         except ProviderError as exc:
             if streamed is not None and streamed.delivered and not isinstance(exc, StreamInterrupted):

@@ -14,6 +14,7 @@ fit goes back to the model as sentences naming each field, at most ``output_retr
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -71,6 +72,7 @@ class OutputSpec:
                 f"Your answer is not valid JSON ({exc.__class__.__name__}: {exc}); it began {shown!r}. "
                 f"Reply with only the JSON object: {_shape(self)}."
             ) from None
+        _refuse_non_finite(raw, data)
         return self.check(data)
 
     def parse_arguments(self, arguments: str) -> Any:
@@ -79,6 +81,7 @@ class OutputSpec:
             data = loads_bounded(arguments or "{}", self.limits)
         except ValueError as exc:
             raise OutputInvalid(f"The input of {OUTPUT_TOOL} is not valid JSON ({exc}). Call it again with {_shape(self)}.") from None
+        _refuse_non_finite(arguments, data)
         return self.check(data)
 
     def check(self, data: Any) -> Any:
@@ -98,6 +101,29 @@ class OutputSpec:
 
     def missing_tool_prompt(self) -> str:
         return f"Give your final answer by calling the {OUTPUT_TOOL} tool with {_shape(self)}; a plain text reply is not accepted."
+
+
+#: Text that may decode to a number that is not finite: Python's decoder takes ``NaN`` and
+#: ``Infinity`` (JSON has neither) and turns ``1e999`` or a decimal of 309 digits into ``inf``.
+_MAYBE_NOT_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}|\d{309}")
+
+
+def _refuse_non_finite(text: str, data: Any) -> None:
+    """An answer with a number that is not finite is not valid JSON: sent back for repair,
+    never handed to the caller (a store or a JSON API would fail on it later). The decoded
+    value is walked only when the text has a token that might be one (a C-level search)."""
+    if _MAYBE_NOT_FINITE.search(text) is not None and not _all_finite(data):
+        raise OutputInvalid("Your answer has a number that is not finite (NaN, Infinity, or too large for a float); JSON allows only finite numbers.")
+
+
+def _all_finite(value: Any) -> bool:
+    if type(value) is float:
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_all_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_all_finite(item) for item in value.values())
+    return True
 
 
 def is_plain_text(output_type: Any) -> bool:
@@ -165,18 +191,25 @@ def _schema(output_type: Any) -> tuple[OutputSchema, bool]:
 
 def _is_strict(schema: Any) -> bool:
     """OpenAI's strict mode: every object lists all its properties as required and allows no
-    others; a few keywords are not supported at all."""
-    if isinstance(schema, Mapping):
-        if "prefixItems" in schema or "uniqueItems" in schema:
+    others; every schema says what it is (``{}``, for ``Any``, is refused: "schema must have a
+    'type' key"); a few keywords are not supported at all."""
+    if not isinstance(schema, Mapping) or "prefixItems" in schema or "uniqueItems" in schema:
+        return False
+    if not _SAYS_WHAT.intersection(schema):
+        return False
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False or set(schema.get("required") or ()) != set(properties):
             return False
-        if schema.get("type") == "object" or "properties" in schema:
-            properties = schema.get("properties") or {}
-            if schema.get("additionalProperties") is not False or set(schema.get("required") or ()) != set(properties):
-                return False
-        return all(_is_strict(value) for value in schema.values())
-    if isinstance(schema, list):
-        return all(_is_strict(item) for item in schema)
-    return True
+        if not all(_is_strict(value) for value in properties.values()):
+            return False
+    if "items" in schema and not _is_strict(schema["items"]):
+        return False
+    return all(_is_strict(option) for option in schema.get("anyOf", ()))
+
+
+#: The keywords of which a schema in strict mode needs at least one.
+_SAYS_WHAT = frozenset(("type", "anyOf", "enum", "const", "$ref"))
 
 
 def _shape(spec: OutputSpec) -> str:

@@ -268,7 +268,7 @@ def parse_retry_after(value: str | None) -> float | None:
 
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a zone offset past a C int
         return None
     return max(0.0, when.timestamp() - time.time())
 
@@ -288,7 +288,14 @@ async def iter_sse(response: httpx.Response, limits: JsonLimits = DEFAULT_JSON_L
     size = 0
     total = 0
     rest = ""
+    opening = True
     async for text in response.aiter_text():
+        if opening and text:
+            # The format ignores one U+FEFF at the start of a stream; kept, it hid the first
+            # event's ``data:`` line (some proxies write a UTF-8 byte-order mark first).
+            opening = False
+            if text[0] == "\ufeff":
+                text = text[1:]
         buffer = rest + text
         # A CR at the very end may be the first half of a CRLF: kept until the next piece.
         held = buffer.endswith("\r")

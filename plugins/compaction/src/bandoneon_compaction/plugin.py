@@ -135,6 +135,7 @@ class Compaction(bandoneon.Plugin):
             )
             if summary is not None:
                 summary = self._clip(summary)
+            if summary is not None:
                 size = message_tokens(summary, count)
                 if after + size <= limit:
                     messages.insert(shrunk.summary_at, summary)
@@ -164,11 +165,29 @@ class Compaction(bandoneon.Plugin):
             system = sizes.system = (request.system_prompt, system_tokens(request.system_prompt, self._counter))
         return counted.tokens + tools[1] + system[1] <= limit
 
-    def _clip(self, summary: bandoneon.Message) -> bandoneon.Message:
-        """A model that ignores ``max_tokens`` must not blow the budget the summary was given."""
-        if message_tokens(summary, self._counter) <= self.summary_tokens:
+    def _clip(self, summary: bandoneon.Message) -> bandoneon.Message | None:
+        """A model that ignores ``max_tokens`` must not blow the budget the summary was given.
+        Measured with the plugin's own counter (four characters per token was wrong for any
+        other counter, and the marker and overhead came on top): the longest start that fits,
+        found in a few counts; None when not even the marker fits."""
+        count, budget = self._counter, self.summary_tokens
+        if message_tokens(summary, count) <= budget:
             return summary
-        return bandoneon.Message.assistant(summary.content[: 4 * self.summary_tokens] + " [...]")
+        text = summary.content
+
+        def clipped(length: int) -> bandoneon.Message:
+            return bandoneon.Message.assistant(text[:length] + " [...]")
+
+        if message_tokens(clipped(0), count) > budget:
+            return None
+        fits, too_long = 0, len(text)
+        while too_long - fits > 1:
+            middle = (fits + too_long) // 2
+            if message_tokens(clipped(middle), count) <= budget:
+                fits = middle
+            else:
+                too_long = middle
+        return clipped(fits)
 
     def _warn_unknown(self, run: bandoneon.RunContext) -> None:
         global _unknown_window_warned

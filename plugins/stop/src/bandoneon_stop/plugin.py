@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from typing import ClassVar
 
@@ -81,8 +82,9 @@ class StopRules(bandoneon.Plugin):
     give_up_text: str = DEFAULT_GIVE_UP_TEXT
 
     def __attrs_post_init__(self) -> None:
-        if self.price_per_million_tokens is not None and any(p < 0 for p in self.price_per_million_tokens):
-            raise bandoneon.ConfigError(f"stop: price_per_million_tokens must not be negative, got {self.price_per_million_tokens!r}")
+        # `not 0 <= p < inf` also refuses nan (TOML has it), which made every run stop at once on "cost nan".
+        if self.price_per_million_tokens is not None and any(not 0 <= p < math.inf for p in self.price_per_million_tokens):
+            raise bandoneon.ConfigError(f"stop: price_per_million_tokens must be finite and not negative, got {self.price_per_million_tokens!r}")
         if self.stop_on and not all(isinstance(name, str) and name for name in self.stop_on):
             raise bandoneon.ConfigError(f"stop: stop_on must list tool names, got {self.stop_on!r}")
         if self.wrap_up_on and not all(isinstance(reason, str) and reason for reason in self.wrap_up_on):
