@@ -6,8 +6,11 @@ every problem becomes one sentence that names the field, what was expected and w
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import json
+import typing
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 
@@ -102,6 +105,44 @@ def _structure_choice(value: Any, tp: Any) -> Any:
     raise _NoMember(tp, value, best or [])
 
 
+def _is_collection(tp: Any) -> bool:
+    """A list, sequence or set type: cattrs would build one from any iterable it is given."""
+    from cattrs.cols import is_any_set, is_sequence
+
+    return is_sequence(tp) or is_any_set(tp)
+
+
+def _collection_factory(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """cattrs's own hook for ``tp``, behind a check that the value is an array: iterated, a
+    string gave its characters (``"urgent"`` for ``list[str]`` became six tags) and an object
+    its keys, with no problem reported."""
+    from cattrs.cols import homogenous_tuple_structure_factory, is_any_set, is_mutable_sequence, list_structure_factory
+
+    if is_any_set(tp):
+        inner = _set_hook(tp, converter)
+    elif is_mutable_sequence(tp):
+        inner = list_structure_factory(tp, converter)
+    else:
+        inner = homogenous_tuple_structure_factory(tp, converter)
+
+    def structure(value: Any, kind: Any) -> Any:
+        if isinstance(value, (str, bytes, bytearray, collections.abc.Mapping)):
+            raise _Mismatch(kind, value)
+        return inner(value, kind)
+
+    return structure
+
+
+def _set_hook(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    from cattrs.cols import is_set
+
+    args = typing.get_args(tp)
+    element_type = args[0] if args else Any
+    element = converter.get_structure_hook(element_type)
+    build = set if is_set(tp) else frozenset
+    return lambda value, _: build(element(item, element_type) for item in value)
+
+
 class _NoMember(TypeError):
     def __init__(self, expected: Any, value: Any, closest: list[str]):
         super().__init__(f"expected {type_phrase(expected)}, got {describe_value(value)}")
@@ -128,6 +169,7 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(bool, _strict_bool)
     converter.register_structure_hook_func(_is_choice, _structure_choice)
+    converter.register_structure_hook_factory(_is_collection, _collection_factory)
     # Bytes (an image, a file) travel as base64 text in JSON: sessions, recordings, traces.
     converter.register_unstructure_hook(bytes, _bytes_to_text)
     converter.register_structure_hook(bytes, _bytes_from_text)
