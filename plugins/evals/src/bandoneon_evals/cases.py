@@ -23,7 +23,7 @@ from typing import Any
 
 import bandoneon
 
-from .dataset import Case, DatasetError, load_dataset
+from .dataset import Case, DatasetError, jsonl_lines, load_dataset
 
 __all__ = ["add_case", "case_from_messages", "case_from_trace", "parse_expect", "read_source"]
 
@@ -193,7 +193,7 @@ def _record_text(line: str) -> str:
 def _read_spans(path: Path) -> list[dict[str, Any]]:
     spans = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = jsonl_lines(path)  # not splitlines(): a span's text may hold a raw U+2028
     except FileNotFoundError:
         raise DatasetError(f"{path}: no such trace file") from None
     for number, line in enumerate(lines, 1):
@@ -283,7 +283,7 @@ def _replies_of(run: dict[str, Any], children: dict[str, list[dict[str, Any]]]) 
 def _session_messages(path: Path) -> list[bandoneon.Message]:
     """The history of a saved session file (its ``message`` and ``clear`` records)."""
     messages: list[bandoneon.Message] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(path), 1):  # not splitlines(): see jsonl_lines
         if not line.strip():
             continue
         try:

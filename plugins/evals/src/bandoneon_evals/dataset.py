@@ -31,6 +31,19 @@ class DatasetError(ValueError):
     """A dataset file cannot be read; the message says where."""
 
 
+def jsonl_lines(path: Path) -> list[str]:
+    """The lines of a JSONL file, split on "\\n" only: ``str.splitlines`` also splits on U+2028,
+    U+2029, U+0085 (and \\x1c...), which JSON written with ``ensure_ascii=False`` (``add_case``,
+    recordings, traces) keeps raw inside its strings. Bytes that are not UTF-8 name their line."""
+    lines = []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        try:
+            lines.append(raw.removesuffix(b"\r").decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}:{number}: not UTF-8 (byte {exc.start + 1})") from None
+    return lines
+
+
 def _strings(items: Iterable[str]) -> tuple[str, ...]:
     """The converter of a case's string lists (the builtin ``tuple`` has no item type for mypy)."""
     return tuple(items)
@@ -82,12 +95,15 @@ class Case:
             raise DatasetError(f"{where}: 'input' (the prompt, a string) is missing")
         if "id" not in data:
             raise DatasetError(f"{where}: 'id' is missing")
+        # Lists only: a number would crash the checks below, and an object's keys pass as strings.
         tags = data.get("tags") or ()
-        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+        if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
             raise DatasetError(f"{where}: 'tags' must be a list of strings")
         attachments = data.get("attachments") or ()
-        if isinstance(attachments, str) or not all(isinstance(a, str) for a in attachments):
+        if not isinstance(attachments, (list, tuple)) or not all(isinstance(a, str) for a in attachments):
             raise DatasetError(f"{where}: 'attachments' must be a list of file paths")
+        if not isinstance(data.get("metadata") or {}, Mapping):
+            raise DatasetError(f"{where}: 'metadata' must be an object/table")
         resolved = tuple(str((folder or Path.cwd()) / a) if not Path(a).is_absolute() else a for a in attachments)
         for path in resolved:
             if not Path(path).is_file():
@@ -121,13 +137,15 @@ def load_dataset(source: str | os.PathLike[str] | Iterable[Case | Mapping[str, A
 
 def _from_jsonl(path: Path) -> list[Case]:
     cases = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(jsonl_lines(path), 1):
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         try:
-            data = json.loads(line)
+            data = bandoneon.loads_bounded(line)  # a hostile line may nest without end
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:  # JsonLimitError
+            raise DatasetError(f"{path}:{number}: not JSON ({exc})") from None
         cases.append(Case.from_json(data, f"{path}:{number}", folder=path.parent))
     return cases
 

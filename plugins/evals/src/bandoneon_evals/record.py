@@ -25,6 +25,8 @@ from typing import Any
 
 import bandoneon
 
+from .dataset import DatasetError, jsonl_lines
+
 __all__ = ["CaseReplay", "RecordingProvider", "ReplayMismatch", "ReplayProvider", "replay_model"]
 
 
@@ -73,7 +75,9 @@ class ReplayProvider:
         self._exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
         recorded_model: str | None = None
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            lines = jsonl_lines(self.path)  # not splitlines(): a reply may hold a raw U+2028
+        except DatasetError as exc:
+            raise bandoneon.ConfigError(str(exc)) from None
         except FileNotFoundError:
             raise bandoneon.ConfigError(f"{self.path}: no such recording; record one with RecordingProvider") from None
         for number, line in enumerate(lines, 1):

@@ -35,6 +35,8 @@ __all__ = ["Heartbeat", "HeartbeatReport", "HeartbeatTick", "TickOutcome"]
 
 log = logging.getLogger("bandoneon.heartbeat")
 
+_MOST_TICKS = 10**9  # a tick a minute for 1900 years: a count past it is damage, not history
+
 
 @attrs.frozen
 class HeartbeatTick(bandoneon.Event):
@@ -95,6 +97,22 @@ class _State:
     started_at: float | None = None
     last_tick_at: float | None = None
     last_outcome: TickOutcome | None = None
+
+
+def _check_fuse_fields(data: object) -> None:
+    """The fuses trust these fields, so they are checked on the raw JSON (a ``ValueError``: the
+    file is broken). A negative ``ticks`` (or a float or bool the structuring would coerce)
+    would let more ticks fire than ``max_ticks``; a NaN ``started_at`` switches ``timeout``
+    off (nothing is >= NaN) and an infinite ``last_tick_at`` crashes the missed-tick count."""
+    if not isinstance(data, dict):
+        return  # structure() says what is wrong with it
+    ticks = data.get("ticks", 0)
+    if type(ticks) is not int or not 0 <= ticks <= _MOST_TICKS:
+        raise ValueError(f"'ticks' must be a whole number between 0 and {_MOST_TICKS}, got {json.dumps(ticks)[:40]}")
+    for field in ("started_at", "last_tick_at"):
+        moment = data.get(field)
+        if moment is not None and (type(moment) not in (int, float) or not math.isfinite(moment)):
+            raise ValueError(f"{field!r} must be a finite number of seconds, got {json.dumps(moment)[:40]}")
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -159,7 +177,9 @@ class Heartbeat:
         if self.state_file is None or not self.state_file.exists():
             return _State()
         try:
-            return bandoneon.structure(bandoneon.loads_bounded(self.state_file.read_text(encoding="utf-8")), _State)
+            data = bandoneon.loads_bounded(self.state_file.read_text(encoding="utf-8"))
+            _check_fuse_fields(data)
+            return bandoneon.structure(data, _State)
         except (OSError, ValueError) as exc:
             raise bandoneon.ConfigError(f"{self.state_file}: not a heartbeat state file ({exc}); move it away to start over") from None
 

@@ -32,6 +32,7 @@ log = logging.getLogger("bandoneon.laps")
 
 STATE_VERSION = 1
 _KEPT_TEXT = 2000  # a lap's last text, as kept on disk: enough to report, not a transcript
+_MOST_LAPS = 10**9  # no real goal runs a billion laps: a count past it is damage, not history
 
 
 @attrs.frozen
@@ -85,7 +86,9 @@ class _StateFile:
         if self.path is None or not self.path.exists():
             return _State(goal)
         try:
-            state = bandoneon.structure(bandoneon.loads_bounded(self.path.read_text(encoding="utf-8")), _State)
+            data = bandoneon.loads_bounded(self.path.read_text(encoding="utf-8"))
+            _check_lap_count(data)
+            state = bandoneon.structure(data, _State)
         except (OSError, ValueError) as exc:
             raise bandoneon.ConfigError(f"{self.path}: not a laps state file ({exc}); move it away to start over") from None
         if state.goal != goal:
@@ -102,6 +105,15 @@ class _StateFile:
     def save(self, state: _State) -> None:
         if self.path is not None:
             write_atomically(self.path, json.dumps(bandoneon.unstructure(state), indent=2, ensure_ascii=False) + "\n")
+
+
+def _check_lap_count(data: object) -> None:
+    """The fuse trusts ``laps``: a negative count (or one the structuring would coerce, such as
+    ``2.0``, or one past any real job) would let more laps run than ``max_laps`` allows, so it
+    is damage (a ``ValueError``: the file is refused and left as it is), checked on the raw JSON."""
+    laps = data.get("laps", 0) if isinstance(data, dict) else 0
+    if type(laps) is not int or not 0 <= laps <= _MOST_LAPS:
+        raise ValueError(f"'laps' must be a whole number between 0 and {_MOST_LAPS}, got {json.dumps(laps)[:40]}")
 
 
 async def _call(function: Callable[..., Any], *args: Any) -> Any:

@@ -18,8 +18,10 @@ __all__ = ["INSTALL_HINT", "RANGES", "Limits", "SandboxUnavailable", "resolve_mo
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)"
 
-#: Places inside the box that belong to the box itself; a mounted folder may not cover them.
-RESERVED_PATHS = ("/", "/usr", "/bin", "/lib", "/lib64", "/proc", "/dev", "/tmp", "/box", "/opt/python")
+#: Places inside the box that belong to the box itself; a mounted folder may not cover them,
+#: nor any folder above them (a mount at /opt hides the interpreter at /opt/python). /sbin and
+#: /lib32 are the box's links into /usr too (a mount there covers /usr/sbin).
+RESERVED_PATHS = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/dev", "/tmp", "/box", "/opt/python")
 
 
 class SandboxUnavailable(bandoneon.ToolError):
@@ -65,9 +67,11 @@ def resolve_mount(mount: str | os.PathLike[str] | None, mount_at: str) -> tuple[
     """Check the one folder the box may read: it exists, is a folder, and lands somewhere harmless."""
     if not mount_at.startswith("/") or ".." in Path(mount_at).parts:
         raise bandoneon.ConfigError(f"sandbox option mount_at must be an absolute path without '..', got {mount_at!r}")
-    target = os.path.normpath(mount_at)
+    # normpath keeps a leading "//" (POSIX lets it mean something else), but the kernel mounts
+    # "//usr" on /usr: strip it so every spelling is checked as the place it lands on.
+    target = "/" + os.path.normpath(mount_at).lstrip("/")
     for reserved in RESERVED_PATHS:
-        if target == reserved or (reserved != "/" and target.startswith(reserved + "/")):
+        if target == reserved or (reserved != "/" and (target.startswith(reserved + "/") or reserved.startswith(target + "/"))):
             raise bandoneon.ConfigError(f"sandbox option mount_at={mount_at!r} would cover the box's own {reserved}; pick another place, e.g. /data")
     if mount is None:
         return None, target

@@ -22,7 +22,7 @@ import bandoneon
 
 from .pricing import PriceTable
 from .recording import Draft
-from .redaction import Redactor
+from .redaction import Redactor, clip
 
 __all__ = ["HANDLERS", "Handler", "Log", "RunFacts", "Settings", "draft_trace"]
 
@@ -108,7 +108,7 @@ class _Replay:
     def content(self, text: str, limit: int = 4000) -> str | None:
         if not self.settings.capture_content:
             return None
-        return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
+        return clip(text, limit)  # redacted when built: the rules still see past the cut
 
     def cost(self, usage: bandoneon.Usage, model: str | None, answered_by: str | None = None) -> float | None:
         """The provider's own figure, else the table's (an empty one is not even asked): by

@@ -14,9 +14,34 @@ from typing import Any
 
 import bandoneon
 
-__all__ = ["Redactor"]
+__all__ = ["Redactor", "clip"]
 
 MASK = "[REDACTED]"
+#: How much of a long text past its cut a ``Clipped`` keeps for the rules to see.
+_MARGIN = 4000
+
+
+class Clipped(str):
+    """Text cut at ``limit`` (the ``str`` value, marker included) that still holds ``_MARGIN``
+    characters past the cut: span text is cut when drafted but redacted later, and a secret the
+    cut runs through must reach the rules whole, or its first part (most of a key) is kept."""
+
+    longer: str
+    limit: int
+    total: int
+
+
+def _cut(text: str, limit: int, more: int) -> str:
+    return text[:limit] + f"… [{more} more characters]" if more > 0 else text
+
+
+def clip(text: str, limit: int) -> str:
+    """``text``, cut at ``limit`` characters with a note of how many more there were."""
+    if len(text) <= limit:
+        return text
+    clipped = Clipped(_cut(text, limit, len(text) - limit))
+    clipped.longer, clipped.limit, clipped.total = text[: limit + _MARGIN], limit, len(text)
+    return clipped
 
 
 class Redactor:
@@ -51,6 +76,10 @@ class Redactor:
         return self if self.is_noop else _Remembering(self)
 
     def text(self, value: str) -> str:
+        if type(value) is Clipped:  # redact what the cut ran through, then cut again
+            redacted = self.text(value.longer)
+            unseen = value.total - len(value.longer)
+            return _cut(redacted, value.limit, unseen + max(0, len(redacted) - value.limit))
         if self.guard is not None:
             value = self.guard(value)
         for rule in self.rules:
@@ -77,6 +106,8 @@ class _Remembering(Redactor):
         self._done: dict[str, str] = {}
 
     def text(self, value: str) -> str:
+        if type(value) is Clipped:  # equal to any text with the same first `limit` characters
+            return super().text(value)
         done = self._done.get(value)
         if done is None:
             done = self._done[value] = super().text(value)
