@@ -14,7 +14,7 @@ import pytest
 
 import bandoneon
 from bandoneon.cli import main as cli
-from bandoneon.testing import Fault, Reply, ScriptedModel, call
+from bandoneon.testing import Fault, Reply, ScriptedModel, call, install_distribution
 
 
 @pytest.fixture(autouse=True)
@@ -226,11 +226,7 @@ def installed(tmp_path, monkeypatch):
 
     def install(name: str, source: str, *, version: str = "1.2.3") -> None:
         module = f"fake_review_{name.replace('-', '_')}"
-        (site / f"{module}.py").write_text(source)
-        info = site / f"bandoneon_{name.replace('-', '_')}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: bandoneon-{name}\nVersion: {version}\n")
-        (info / "entry_points.txt").write_text(f"[bandoneon]\n{name} = {module}:Plugin\n")
+        install_distribution(site, f"bandoneon-{name}", {name: f"{module}:Plugin"}, files={f"{module}.py": source}, version=version)
         names.append(name)
         monkeypatch.setenv("BANDONEON_PLUGINS", ",".join(names))
         bandoneon.refresh_plugins()

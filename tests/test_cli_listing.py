@@ -12,6 +12,7 @@ import pytest
 
 import bandoneon
 from bandoneon.cli import main
+from bandoneon.testing import install_distribution
 
 SERVER = 'model = "openai-compatible:m@http://127.0.0.1:9/v1"\n'
 
@@ -93,11 +94,7 @@ def test_the_hooks_a_plugin_publishes_are_listed_with_their_calling_style(folder
 
 def test_a_third_party_module_plugin_lists_the_hooks_it_publishes(tmp_path):
     site = tmp_path / "site"
-    info = site / "bandoneon_bell-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bandoneon-bell\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[bandoneon]\nbell = bandoneon_bell\n")
-    (site / "bandoneon_bell_hooks.py").write_text(textwrap.dedent('''
+    hooks = '''
         import bandoneon
 
         @bandoneon.hookspec(bandoneon.Calls.CHAINED, chains="tune", sync=True)
@@ -107,15 +104,17 @@ def test_a_third_party_module_plugin_lists_the_hooks_it_publishes(tmp_path):
         @bandoneon.hookspec(bandoneon.Calls.OBSERVING)
         def bell_rung(run):
             """The bell rang."""
-    '''))
-    (site / "bandoneon_bell.py").write_text(textwrap.dedent('''
+    '''
+    plugin = '''
         import bandoneon
         import bandoneon_bell_hooks as hookspecs
 
         @bandoneon.hookimpl
         def before_turn(run):
             return None
-    '''))
+    '''
+    files = {"bandoneon_bell_hooks.py": hooks, "bandoneon_bell.py": plugin}
+    install_distribution(site, "bandoneon-bell", {"bell": "bandoneon_bell"}, files=files, version="0.1")
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run([sys.executable, "-m", "bandoneon.cli", "plugins", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -130,11 +129,8 @@ def test_a_third_party_module_plugin_lists_the_hooks_it_publishes(tmp_path):
 
 def test_a_plugin_that_fails_to_import_is_listed_broken_with_the_reason(tmp_path):
     site = tmp_path / "site"
-    info = site / "bandoneon_oops-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bandoneon-oops\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[bandoneon]\noops = bandoneon_oops:Oops\n")
-    (site / "bandoneon_oops.py").write_text("raise RuntimeError('the oops plugin needs a licence file')\n")
+    broken = {"bandoneon_oops.py": "raise RuntimeError('the oops plugin needs a licence file')\n"}
+    install_distribution(site, "bandoneon-oops", {"oops": "bandoneon_oops:Oops"}, files=broken, version="0.1")
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run([sys.executable, "-m", "bandoneon.cli", "plugins", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 import bandoneon
 import pytest
 from bandoneon import Refuse, hookimpl
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, install_distribution
 
 PLUGIN_SOURCE = '''
 from typing import ClassVar
@@ -36,12 +35,7 @@ def site(tmp_path, monkeypatch):
     installed: list[str] = []
 
     def install(dist: str, module: str, source: str, entry_points: dict[str, str]) -> None:
-        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
-        info = tmp_path / f"{dist.replace('-', '_')}-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-        lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
-        (info / "entry_points.txt").write_text(f"[bandoneon]\n{lines}\n")
+        install_distribution(tmp_path, dist, entry_points, files={f"{module}.py": source})
         installed.extend(entry_points)
         monkeypatch.setenv("BANDONEON_PLUGINS", ",".join(installed))
         bandoneon.refresh_plugins()

@@ -11,7 +11,7 @@ import textwrap
 import bandoneon
 import pytest
 from bandoneon.cli import main
-from bandoneon.testing import Reply
+from bandoneon.testing import Reply, install_distribution
 
 
 @pytest.fixture
@@ -22,12 +22,7 @@ def site(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(folder))
 
     def install(dist: str, module: str, source: str, entry_points: dict[str, str], allowed: str) -> None:
-        (folder / f"{module}.py").write_text(textwrap.dedent(source))
-        info = folder / f"{dist.replace('-', '_')}-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-        lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
-        (info / "entry_points.txt").write_text(f"[bandoneon]\n{lines}\n")
+        install_distribution(folder, dist, entry_points, files={f"{module}.py": source})
         monkeypatch.setenv("BANDONEON_PLUGINS", allowed)
         bandoneon.refresh_plugins()
 

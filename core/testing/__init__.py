@@ -8,11 +8,14 @@
   ``WriteLog`` learns where a run's writes fall (``fault_points()``), ``sweep_folder()`` (the
   ``sweep_dir`` fixture) is where a sweep's thousands of files go.
 - ``load_script(path)``: import an example or agent script by path to call its functions.
+- ``install_distribution(site, name, entry_points, files=...)``: a distribution as pip leaves it
+  (modules and dist-info), for tests of plugin discovery.
 - pytest fixtures (installed through the ``pytest11`` entry point): ``mock_llm`` (a running
   server), ``scripted`` (a fresh ``ScriptedModel``), ``sweep_dir`` (a ``sweep_folder()``).
 """
 
 from .disk import FaultyDisk, WriteLog, sweep_folder
+from .distributions import install_distribution
 from .models import FunctionModel, ScriptedModel, call, load_script, reply
 from .server import Fault, MockLLMServer, RecordedRequest, Reply
 
@@ -26,6 +29,7 @@ __all__ = [
     "ScriptedModel",
     "WriteLog",
     "call",
+    "install_distribution",
     "load_script",
     "reply",
     "sweep_folder",

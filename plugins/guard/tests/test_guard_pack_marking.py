@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bandoneon
 import pytest
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, install_distribution
 from bandoneon_guard import Guard, wrapper_tags
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,14 +26,8 @@ class WebPack(PolicyPack):
 @pytest.fixture
 def web_pack(tmp_path, monkeypatch):
     """An installed policy pack that calls ``read_page`` untrusted (and nothing else)."""
-    package = tmp_path / "webpack_for_tests"
-    package.mkdir()
-    (package / "__init__.py").write_text(PACK)
-    (package / "policy.toml").write_text('[untrusted]\ntools = ["read_page"]\n')
-    info = tmp_path / "webpack_for_tests-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webpack-for-tests\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[bandoneon]\nweb-pack = webpack_for_tests:WebPack\n")
+    files = {"webpack_for_tests/__init__.py": PACK, "webpack_for_tests/policy.toml": '[untrusted]\ntools = ["read_page"]\n'}
+    install_distribution(tmp_path, "webpack-for-tests", {"web-pack": "webpack_for_tests:WebPack"}, files=files)
     monkeypatch.syspath_prepend(str(tmp_path))
     bandoneon.refresh_plugins()
     yield

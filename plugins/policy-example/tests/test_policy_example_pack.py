@@ -9,7 +9,7 @@ import tomllib
 import attrs
 import bandoneon
 import pytest
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, install_distribution
 from bandoneon_guard import PolicyPack
 from bandoneon_guard.cli import show_policy
 
@@ -108,17 +108,12 @@ class NoFirstClassEver(PolicyPack):
 @pytest.fixture
 def second_pack(tmp_path, monkeypatch):
     """A second policy pack, installed for real: a package with its policy.toml and an entry point."""
-    package = tmp_path / "nofirst_pack"
-    package.mkdir()
-    (package / "__init__.py").write_text(SECOND_PACK)
-    (package / "policy.toml").write_text(
+    policy = (
         '[[rule]]\nname = "never-first"\ntool = "book_ticket"\nargument = "seat_class"\none_of = ["tourist"]\n'
         'message = "First class is never booked"\n'
     )
-    info = tmp_path / "nofirst_pack-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nofirst-pack\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[bandoneon]\nno-first-class = nofirst_pack:NoFirstClassEver\n")
+    files = {"nofirst_pack/__init__.py": SECOND_PACK, "nofirst_pack/policy.toml": policy}
+    install_distribution(tmp_path, "nofirst-pack", {"no-first-class": "nofirst_pack:NoFirstClassEver"}, files=files)
     monkeypatch.syspath_prepend(str(tmp_path))
     bandoneon.refresh_plugins()
     yield

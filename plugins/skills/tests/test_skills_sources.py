@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import textwrap
 import warnings
 from typing import ClassVar
 
 import bandoneon
 import pytest
-from bandoneon.testing import ScriptedModel, call
+from bandoneon.testing import ScriptedModel, call, install_distribution
 from bandoneon_skills import Skill, SkillError, Skills, SkillWarning
 
 
@@ -258,19 +257,11 @@ def test_an_unchanged_file_is_not_read_again(skills_dir, write_skill, monkeypatc
 
 def fake_pack(site, monkeypatch, *, name="acme", target="SKILLS", module_body=None):
     """A distribution on sys.path that declares a skill pack, as `pip install` would leave it."""
-    dist = site / "acme_pack-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-pack\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[bandoneon.skills]\n{name} = acme_pack:{target}\n")
-    (site / "acme_pack.py").write_text(
-        module_body
-        or textwrap.dedent(
-            """
-            from pathlib import Path
-            SKILLS = Path(__file__).parent / "acme_skills"
-            """
-        )
-    )
+    module = module_body or """
+        from pathlib import Path
+        SKILLS = Path(__file__).parent / "acme_skills"
+    """
+    install_distribution(site, "acme-pack", {name: f"acme_pack:{target}"}, files={"acme_pack.py": module}, version="0.1", group="bandoneon.skills")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(__import__("sys").modules, "acme_pack", raising=False)
     return site / "acme_skills"
