@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 
 import bandoneon
 import pytest
@@ -102,3 +103,18 @@ def test_no_state_file_widens_the_fuses(tmp_path_factory, ticks, started_at, las
     assert len(ticked) <= max(0, MAX_TICKS - ticks)
     first = started_at if started_at is not None else 1_000.0
     assert all(at < first + 600 for at in ticked), (report, ticked)
+
+
+def test_an_interval_below_the_clocks_resolution_ticks_and_ends_instead_of_spinning():
+    """At 1.7e9 s a float steps by 2.4e-7 s: stepping the schedule by 1e-8 never moved it, and
+    the catch-up loop spun for ever after the first tick (no await in it, nothing could stop it)."""
+    clock = Clock(1.7e9)
+    ticked: list[float] = []
+    agent = bandoneon.Agent(ScriptedModel(), plugins=[], context_files=False)
+    beat = Heartbeat(agent, interval=1e-8, check_prompt=PROMPT, local_condition=lambda: ticked.append(clock.now), clock=clock, sleep=clock.sleep, max_ticks=MAX_TICKS)
+    reports = []
+    worker = threading.Thread(target=lambda: reports.append(asyncio.run(beat.run())), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the heartbeat is still running: its schedule did not advance"
+    assert reports[0].stop == "max_ticks" and len(ticked) == MAX_TICKS

@@ -332,6 +332,16 @@ class Heartbeat:
             await asyncio.gather(sleeper, stopper, return_exceptions=True)
         return not self._stopped.is_set()
 
+    def _next_after(self, due: float, now: float) -> float:
+        """The first beat of the schedule after ``due`` that is later than ``now``: a slow tick
+        never makes the timer fire in a burst. Counted, not stepped to: an interval below the
+        clock's resolution (1e-8 s against a clock at 1.7e9) would leave ``due + interval ==
+        due`` and a stepping loop would spin for ever; past ``now`` it always is."""
+        due += self.interval
+        if due <= now:
+            due += (math.floor((now - due) / self.interval) + 1) * self.interval
+        return due if due > now else math.nextafter(now, math.inf)
+
     async def run(self) -> HeartbeatReport:
         """Tick until a fuse blows or ``stop()`` is called; then wait for the last run."""
         now = self._begin()
@@ -349,9 +359,7 @@ class Heartbeat:
             if (reason := self._fuse(now)) is not None:
                 break
             await self._tick()
-            next_at += self.interval
-            while next_at <= self.clock():  # a slow tick never makes the timer fire in a burst
-                next_at += self.interval
+            next_at = self._next_after(next_at, self.clock())
             if self.max_ticks is not None and self._state.ticks >= self.max_ticks:
                 reason = "max_ticks"
         await self._finish_run(reason)
