@@ -26,7 +26,7 @@ from .errors import (
     StreamInterrupted,
     ToolError,
 )
-from .files import AppendFile, append_durably, import_object, unusable_sqlite, write_atomically
+from .files import AppendFile, append_durably, import_object, open_lock_file, unusable_sqlite, write_atomically
 from .hooktiming import HookCall, HookProfile
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_bounded
 from .jsontext import dumps_compact, unstructure_json
@@ -268,6 +268,7 @@ __all__ = [
     "for_terminal",
     "markdown_code",
     "markdown_text",
+    "open_lock_file",
     "plural",
     "plugin_name",
     "read_body",

@@ -15,6 +15,7 @@ byte to prove that the stores built on these functions lose nothing they said wa
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -24,7 +25,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["DISK", "AppendFile", "append_durably", "import_object", "unusable_sqlite", "write_atomically"]
+__all__ = ["DISK", "AppendFile", "append_durably", "import_object", "open_lock_file", "unusable_sqlite", "write_atomically"]
 
 
 class Disk:
@@ -229,6 +230,18 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def open_lock_file(path: str | os.PathLike[str]) -> int | None:
+    """A descriptor of the lock file at ``path`` for reading and writing (made, readable by this
+    user only, when missing); None when ``path`` is a symbolic link. Whoever holds a lock file
+    writes to it: one planted as a link in a shared folder would have that done to its target."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
 
 
 def stat_if_present(path: str | os.PathLike[str]) -> os.stat_result | None:

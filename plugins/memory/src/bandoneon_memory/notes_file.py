@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import re
@@ -151,13 +150,9 @@ class NotesFile:
         if fcntl is None:
             yield
             return
-        # O_NOFOLLOW: in a shared folder a symlink planted as the lock file is refused, not followed.
-        try:
-            descriptor = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            raise bandoneon.ConfigError(f"memory: the lock file {self._lock_path} is a symbolic link; remove it") from None
+        descriptor = bandoneon.open_lock_file(self._lock_path)
+        if descriptor is None:
+            raise bandoneon.ConfigError(f"memory: the lock file {self._lock_path} is a symbolic link; remove it")
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
             yield

@@ -9,11 +9,12 @@ agents in one process conflict too, as they should.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import weakref
 from pathlib import Path
+
+import bandoneon
 
 from .records import SessionError, SessionLocked
 
@@ -34,17 +35,12 @@ class SessionLock:
 
     def acquire(self) -> SessionLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: the lock file is truncated and written below; a symlink planted in its
-        # place (a shared sessions folder) would have that done to whatever file it points at.
-        try:
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
+        descriptor = bandoneon.open_lock_file(self.path)  # truncated and written below: never through a link
+        if descriptor is None:
             raise SessionError(
                 f"session {self.session_id!r} cannot be locked: its lock file {self.path} is a symbolic link "
                 "(a lock file is a plain file this plugin makes); remove it"
-            ) from None
+            )
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
