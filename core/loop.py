@@ -286,7 +286,7 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     stop = await answer if type(answer) is CoroutineType else answer
     if stop is not None and spec is not None and stop.is_answer:
         try:
-            run.loop_state.output = spec.check(stop.answer)
+            run.loop_state.output = spec.check_tool_input(stop.answer)
         except OutputInvalid as exc:
             problem = f"{exc} (the input of the tool that ends the run is the answer)"
             run.append(Message.user(spec.repair_prompt(problem)))

@@ -25,7 +25,7 @@ from .errors import ConfigError
 from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits, loads_bounded
 from .messages import OutputSchema, ToolSpec
 from .schema import json_schema, object_fields, parse_docstring
-from .structuring import StructureError, structure
+from .structuring import StructureError, structure, unstructure
 
 __all__ = ["OUTPUT_TOOL", "OutputMode", "OutputSpec", "is_plain_text", "output_spec"]
 
@@ -84,8 +84,18 @@ class OutputSpec:
         _refuse_non_finite(arguments, data)
         return self.check(data)
 
+    def check_tool_input(self, answer: Any) -> Any:
+        """A ``Stop``'s answer (a terminal tool's input) as the typed answer. The tool structured
+        its input for its own parameters (a ``Reading`` instance, not its JSON object): it is
+        unstructured to JSON's shapes and checked from there, every number too (the tool's
+        reading takes ``NaN``, as Python's decoder does)."""
+        data = unstructure(answer)
+        if not _all_finite(data):
+            raise OutputInvalid(_NOT_FINITE)
+        return self.check(data)
+
     def check(self, data: Any) -> Any:
-        """``data`` (decoded JSON, or a terminal tool's input) as an instance of the type."""
+        """``data`` (decoded JSON) as an instance of the type."""
         if self.is_wrapped:
             if isinstance(data, dict) and set(data) == {WRAPPER_KEY}:
                 data = data[WRAPPER_KEY]
@@ -108,20 +118,24 @@ class OutputSpec:
 _MAYBE_NOT_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}|\d{309}")
 
 
+_NOT_FINITE = "Your answer has a number that is not finite (NaN, Infinity, or too large for a float); JSON allows only finite numbers."
+
+
 def _refuse_non_finite(text: str, data: Any) -> None:
     """An answer with a number that is not finite is not valid JSON: sent back for repair,
     never handed to the caller (a store or a JSON API would fail on it later). The decoded
     value is walked only when the text has a token that might be one (a C-level search)."""
     if _MAYBE_NOT_FINITE.search(text) is not None and not _all_finite(data):
-        raise OutputInvalid("Your answer has a number that is not finite (NaN, Infinity, or too large for a float); JSON allows only finite numbers.")
+        raise OutputInvalid(_NOT_FINITE)
 
 
 def _all_finite(value: Any) -> bool:
-    if type(value) is float:
+    """Every float in ``value`` (decoded JSON, or unstructured arguments) is finite."""
+    if isinstance(value, float):
         return math.isfinite(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return all(_all_finite(item) for item in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return all(_all_finite(item) for item in value.values())
     return True
 

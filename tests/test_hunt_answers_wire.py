@@ -20,7 +20,8 @@ pytestmark = pytest.mark.usefixtures("only_the_core")
 
 
 def agent_for(server, **kwargs) -> bandoneon.Agent:
-    return bandoneon.Agent(f"openai-compatible:mock@{server.base_url}", plugins=[], context_files=False, **kwargs)
+    kwargs.setdefault("plugins", [])
+    return bandoneon.Agent(f"openai-compatible:mock@{server.base_url}", context_files=False, **kwargs)
 
 
 def sse_body(*chunks: dict) -> bytes:
@@ -50,6 +51,11 @@ class Reading:
     value: float
 
 
+@attrs.define
+class Batch:
+    readings: list[Reading]
+
+
 NOT_FINITE = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-1e400", "1" * 400 + ".5"])
 
 
@@ -74,6 +80,41 @@ def test_a_non_finite_number_in_a_typed_answer_is_sent_back_for_repair(mock_llm,
     assert result.ok and result.output == expected, result.detail
     repair = mock_llm.requests[1].json["messages"][-1]["content"]
     assert "finite" in repair
+    agent.close()
+
+
+@pytest.mark.parametrize("token", ["NaN", "-Infinity", "1e999"])
+def test_a_non_finite_number_in_a_terminal_tools_input_is_sent_back_for_repair(mock_llm, token):
+    """A terminal tool's input is decoded by the tool's own argument reading, which takes what
+    Python's decoder takes: as a typed answer it is held to JSON's finite numbers all the same."""
+
+    @bandoneon.tool(terminal=True)
+    def submit(value: float) -> str:
+        """Hand in the reading."""
+        return "submitted"
+
+    @bandoneon.tool(terminal=True)
+    def submit_all(readings: list[Reading]) -> str:
+        """Hand in the readings."""
+        return "submitted"
+
+    stop = pytest.importorskip("bandoneon_stop").StopRules()
+    mock_llm.add(Reply(tool_calls=[("submit", f'{{"value": {token}}}')]), Reply(tool_calls=[("submit", '{"value": 2.5}')]))
+    agent = agent_for(mock_llm, tools=[submit], output_type=Reading, plugins=[stop])
+    result = agent.run_sync("measure")
+    assert (result.stop, result.ok, result.output) == ("terminal_tool", True, Reading(2.5)), result.detail
+    assert "finite" in mock_llm.requests[1].json["messages"][-1]["content"]
+    agent.close()
+
+    mock_llm.reset()  # nested in the tool's own structured arguments
+    mock_llm.add(
+        Reply(tool_calls=[("submit_all", f'{{"readings": [{{"value": 1}}, {{"value": {token}}}]}}')]),
+        Reply(tool_calls=[("submit_all", '{"readings": [{"value": 1}]}')]),
+    )
+    agent = agent_for(mock_llm, tools=[submit_all], output_type=Batch, plugins=[stop])
+    result = agent.run_sync("measure")
+    assert (result.stop, result.ok, result.output) == ("terminal_tool", True, Batch([Reading(1.0)])), result.detail
+    assert "finite" in mock_llm.requests[1].json["messages"][-1]["content"]
     agent.close()
 
 

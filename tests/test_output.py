@@ -216,6 +216,26 @@ def test_a_terminal_tool_input_is_checked_against_the_output_type(mock_llm):
     assert result.answer == {"name": "Oslo", "population": 709000}
 
 
+def test_a_terminal_tool_with_structured_parameters_gives_the_typed_answer(mock_llm):
+    """The tool gets ``City`` instances for its own parameter; the answer is checked from their
+    JSON shape (it was refused as "must be an object with the fields name, population")."""
+
+    @attrs.define
+    class Cities:
+        cities: list[City]
+
+    @bandoneon.tool(terminal=True)
+    def submit(cities: list[City]) -> str:
+        """Hand in the cities."""
+        return f"{len(cities)} submitted"
+
+    mock_llm.add(Reply(tool_calls=[("submit", {"cities": [{"name": "Oslo", "population": 709000}]})]))
+    stop = pytest.importorskip("bandoneon_stop").StopRules()
+    result = agent_on(mock_llm, tools=[submit], output_type=Cities, plugins=[stop]).run_sync("?")
+    assert (result.stop, result.ok, result.output) == ("terminal_tool", True, Cities([City("Oslo", 709000)])), result.detail
+    assert len(mock_llm.requests) == 1
+
+
 def test_a_wrap_up_that_writes_a_fitting_answer_gives_the_output_of_a_limited_run(mock_llm):
     stop = pytest.importorskip("bandoneon_stop").StopRules(wrap_up_on=("max_turns",))
     mock_llm.add(Reply(tool_calls=[("lookup", {"city": "Oslo"})]), Reply(text='{"name": "Oslo", "population": 709000}'))
