@@ -67,10 +67,11 @@ def test_a_bad_tick_count_is_a_broken_state_file(tmp_path, ticks):
 
 
 @pytest.mark.parametrize("field", ["started_at", "last_tick_at"])
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, pytest.param(10**400, id="401-digit-int"), pytest.param(-(10**400), id="minus-401-digit-int")])
 def test_a_timestamp_that_is_not_a_finite_number_is_a_broken_state_file(tmp_path, field, value):
     # NaN would switch the total timeout off (nothing is >= NaN); an infinity crashes the count
-    # of missed ticks (math.floor) instead of saying the file is broken.
+    # of missed ticks (math.floor) instead of saying the file is broken. A JSON integer too big
+    # for a float (401 digits) raised OverflowError from the check itself.
     state = tmp_path / "pet.state.json"
     text = write(state, **{field: value})
     with pytest.raises(bandoneon.ConfigError, match="not a heartbeat state file"):

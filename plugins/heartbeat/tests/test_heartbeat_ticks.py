@@ -222,6 +222,12 @@ async def test_stop_while_waiting_for_the_next_tick():
         ({"run_timeout": -1}, "run_timeout must be above 0 seconds, got -1"),
         ({"max_ticks": 0}, "max_ticks must be a whole number of at least 1, got 0"),
         ({"check_prompt": " "}, "check_prompt is empty"),
+        # An int no float holds: OverflowError from the constructor (interval), from run()
+        # (timeout), or in the woken run's task, lost, the tick left "woken" for ever (run_timeout).
+        ({"interval": 10**400}, r"interval must be a number of seconds, got an integer too big for a float \(1329 bits\)"),
+        ({"timeout": 10**400}, r"timeout must be a number of seconds, got an integer too big for a float \(1329 bits\)"),
+        ({"run_timeout": 10**400}, r"run_timeout must be a number of seconds, got an integer too big for a float \(1329 bits\)"),
+        ({"timeout": 10**5000}, r"timeout must be a number of seconds, got an integer too big for a float \(16610 bits\)"),
     ],
 )
 def test_bad_options_are_refused(options, message):

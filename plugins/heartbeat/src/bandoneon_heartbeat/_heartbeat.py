@@ -9,19 +9,27 @@
 - With a ``state_file``, the tick count, the first start, the last tick and its outcome are
   kept on disk, so a restarted heartbeat still respects its fuses and reports missed ticks.
 
-The clock and the sleep are injectable, so tests run ticks without waiting.
+Two clocks. The waits between ticks and the total ``timeout`` are measured on a monotonic clock,
+so the wall clock set back or ahead (NTP, a user) neither stalls the heartbeat nor fires a burst,
+nor stretches or trips the timeout. The wall clock stamps what is kept or shown: a tick's ``at``,
+the state file's ``started_at`` and ``last_tick_at``; across a restart, the time the process was
+down can only be read off it. The clocks and the sleep are injectable, so tests run ticks
+without waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import logging
 import math
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,6 +44,49 @@ __all__ = ["Heartbeat", "HeartbeatReport", "HeartbeatTick", "TickOutcome"]
 log = logging.getLogger("bandoneon.heartbeat")
 
 _MOST_TICKS = 10**9  # a tick a minute for 1900 years: a count past it is damage, not history
+_LONGEST_SLEEP = 86_400.0  # no single sleep asks for more than a day (asyncio's longest select)
+_CLOCK_STEP = 1.0  # seconds the wall clock may move against the monotonic one before it is a jump
+_CLOCK_SLEW = 1e-3  # ...or this much of the time between two readings (NTP slews at most 5e-4)
+
+
+def _monotonic_clock() -> Callable[[], float]:
+    """The default clock of the waits and the timeout: CLOCK_BOOTTIME where there is one (Linux:
+    it goes on counting while the machine is suspended, as the wall clock did and a user expects
+    of a timeout; ``time.monotonic`` stops), else ``time.monotonic``. Neither is ever set."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    if boottime is not None:
+        try:
+            time.clock_gettime(boottime)
+        except OSError:
+            pass
+        else:
+            return functools.partial(time.clock_gettime, boottime)
+    return time.monotonic
+
+
+def _intervals_in(span: float, interval: float) -> int:
+    """How many intervals fit whole in ``span`` (0 if it is not positive). Exact: the float
+    quotient of 10 s by an interval of 5e-324 s is infinity, and ``math.floor`` raised on it."""
+    if not span > 0 or math.isinf(interval):
+        return 0
+    return math.floor(Fraction(min(span, sys.float_info.max)) / Fraction(interval))
+
+
+def _seconds(option: str, value: float) -> float:
+    """An option in seconds as a float (already in range): an int no float holds (``10**400``)
+    raised OverflowError later, in ``run()`` or lost in a woken run's task."""
+    try:
+        return float(value)
+    except OverflowError:
+        bits = int(value).bit_length()  # not str(): past 4300 digits it raises too
+        raise bandoneon.ConfigError(f"heartbeat: {option} must be a number of seconds, got an integer too big for a float ({bits} bits)") from None
+
+
+def _finite(number: int | float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # a JSON integer of 400 digits: no float holds it
+        return False
 
 
 @attrs.frozen
@@ -55,6 +106,7 @@ class HeartbeatTick(bandoneon.Event):
 class TickOutcome:
     """What one tick did.
 
+    ``at``: the wall clock when the tick fired (set back, it goes back too).
     ``outcome``: ``quiet`` (the condition said no), ``dropped`` (a run was still going),
     ``condition_error`` (the condition raised), ``woken`` (the model ran; ``stop`` says how it
     ended), ``run_timeout`` (the run outlived ``run_timeout`` and was cancelled),
@@ -111,7 +163,7 @@ def _check_fuse_fields(data: object) -> None:
         raise ValueError(f"'ticks' must be a whole number between 0 and {_MOST_TICKS}, got {json.dumps(ticks)[:40]}")
     for field in ("started_at", "last_tick_at"):
         moment = data.get(field)
-        if moment is not None and (type(moment) not in (int, float) or not math.isfinite(moment)):
+        if moment is not None and (type(moment) not in (int, float) or not _finite(moment)):
             raise ValueError(f"{field!r} must be a finite number of seconds, got {json.dumps(moment)[:40]}")
 
 
@@ -147,29 +199,36 @@ class Heartbeat:
         state_file: str | Path | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        monotonic: Callable[[], float] | None = None,
     ):
+        """``clock`` is the wall clock (stamps, the state file); ``monotonic`` the clock the waits
+        and the timeout are measured on, the one ``sleep`` sleeps on. Left out, it is
+        CLOCK_BOOTTIME or ``time.monotonic``; but ``clock`` itself when ``clock`` is injected (a
+        test's fake clock, moved by its fake sleep, then drives both)."""
         for option, value in (("interval", interval), ("timeout", timeout), ("run_timeout", run_timeout), ("max_ticks", max_ticks)):
             RANGES[option].check(option, value, owner="heartbeat")
         if not isinstance(check_prompt, str) or not check_prompt.strip():
             raise bandoneon.ConfigError("heartbeat check_prompt is empty: write what the agent should do when it wakes")
         self.agent = agent
-        self.interval = float(interval)
+        self.interval = _seconds("interval", interval)
         self.check_prompt = check_prompt
         self.local_condition = local_condition
         self.max_ticks = max_ticks
-        self.timeout = timeout
-        self.run_timeout = run_timeout
+        self.timeout = None if timeout is None else _seconds("timeout", timeout)
+        self.run_timeout = None if run_timeout is None else _seconds("run_timeout", run_timeout)
         self.fresh_session = fresh_session
         self.on_tick = on_tick
         self.state_file = Path(state_file) if state_file is not None else None
         self.clock = clock
         self.sleep = sleep
+        self.monotonic = monotonic if monotonic is not None else (_monotonic_clock() if clock is time.time else clock)
         self.id = f"heartbeat-{uuid.uuid4().hex[:12]}"
         self._state = self._load()
         self._outcomes: list[TickOutcome] = []
         self._run_task: asyncio.Task[TickOutcome] | None = None
         self._stopped = asyncio.Event()
         self.missed_ticks = 0
+        self._anchor: tuple[float, float] | None = None  # (wall, monotonic) at the last reading
 
     # ---------------------------------------------------------------- state on disk
 
@@ -202,21 +261,65 @@ class Heartbeat:
         if self._run_task is not None:
             await asyncio.wait({self._run_task})
 
-    def _begin(self) -> float:
-        """Start (or resume) the clock: count the ticks missed while the process was down."""
-        now = self.clock()
-        if self._state.started_at is None:
-            self._state.started_at = now
-        if self._state.last_tick_at is not None:
-            self.missed_ticks = max(0, math.floor((now - self._state.last_tick_at) / self.interval))
+    def _begin(self) -> tuple[float, float]:
+        """Start (or resume): read both clocks, count the ticks missed while the process was down.
+
+        The state file's times are the wall clock's. A start or a last tick in the future was
+        written by a clock that was ahead: it is read as now, so the timeout does not wait for
+        the clock to catch up and nothing counts as missed (the next tick is a whole interval away).
+        """
+        now, mono = self.clock(), self.monotonic()
+        self._anchor = (now, mono)
+        state = self._state
+        if state.started_at is not None and state.started_at > now:
+            log.warning("heartbeat state: the first start is %g s in the future (the clock that wrote it was ahead); counting from now", state.started_at - now)
+            state.started_at = now
+        if state.started_at is None:
+            state.started_at = now
+        self.missed_ticks = 0
+        last = state.last_tick_at
+        if last is not None and last > now:
+            log.warning("heartbeat state: the last tick is %g s in the future (the clock that wrote it was ahead); the next is one interval away", last - now)
+        elif last is not None:
+            self.missed_ticks = _intervals_in(now - last, self.interval)
             if self.missed_ticks:
                 log.info("%d heartbeat tick(s) were missed while the process was down", self.missed_ticks)
-        return now
+        return now, mono
 
-    def _fuse(self, now: float) -> str | None:
+    def _read_clocks(self) -> tuple[float, float]:
+        """Both clocks now. If the wall clock moved against the monotonic one since the last
+        reading (set back or ahead, stepped by NTP), the first start moves with it: the next
+        process, which has only the wall clock, then still counts the time that really passed."""
+        now, mono = self.clock(), self.monotonic()
+        if self._anchor is not None and self._state.started_at is not None:
+            then, then_mono = self._anchor
+            step = (now - then) - (mono - then_mono)
+            if abs(step) > max(_CLOCK_STEP, (mono - then_mono) * _CLOCK_SLEW):
+                log.warning("the wall clock jumped %+g s: the heartbeat's waits and timeout are on the monotonic clock, unaffected", step)
+                self._state.started_at += step
+        self._anchor = (now, mono)
+        return now, mono
+
+    def _deadline(self, now: float, mono: float) -> float:
+        """The total timeout as a moment of the monotonic clock (``now`` and ``mono`` read together)."""
+        started = self._state.started_at
+        if self.timeout is None or started is None:
+            return math.inf
+        return mono + (started + self.timeout - now)
+
+    def _first_wait(self, now: float) -> float:
+        """Seconds from ``now`` to the first tick: on the beat of the last tick kept on disk (a
+        restart does not shift the schedule), or a whole interval when there is none (or it is in
+        the future). The remainder, not a count: a count overflows for a tiny interval."""
+        last = self._state.last_tick_at
+        if last is None or last > now:
+            return self.interval
+        return self.interval - (now - last) % self.interval
+
+    def _fuse(self, mono: float, deadline: float) -> str | None:
         if self.max_ticks is not None and self._state.ticks >= self.max_ticks:
             return "max_ticks"
-        if self.timeout is not None and self._state.started_at is not None and now >= self._state.started_at + self.timeout:
+        if mono >= deadline:
             return "timeout"
         return None
 
@@ -239,7 +342,7 @@ class Heartbeat:
 
     async def _tick(self) -> TickOutcome:
         """Fire one tick: drop it, let it pass quietly, or start a run (in its own task)."""
-        now = self.clock()
+        now, _ = self._read_clocks()
         self._state.ticks += 1
         self._state.last_tick_at = now
         tick = self._state.ticks
@@ -300,10 +403,10 @@ class Heartbeat:
 
         Returns the tick's outcome once its run (if any) is over, or the fuse that is blown.
         """
-        now = self._begin()
+        now, mono = self._begin()
         if self.missed_ticks:
             self.missed_ticks -= 1  # this call is itself one of the ticks that were due
-        fuse = self._fuse(now)
+        fuse = self._fuse(mono, self._deadline(now, mono))
         if fuse is not None:
             self._save()
             return fuse
@@ -318,55 +421,77 @@ class Heartbeat:
         """End the heartbeat: no more ticks; a run in progress is cancelled (its work is kept)."""
         self._stopped.set()
 
-    async def _sleep_until(self, moment: float) -> bool:
-        """Sleep until ``moment``; False if ``stop()`` came first."""
-        if self._stopped.is_set():
-            return False
-        sleeper = asyncio.ensure_future(self.sleep(max(0.0, moment - self.clock())))
-        stopper = asyncio.ensure_future(self._stopped.wait())
-        try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in (sleeper, stopper):
-                waiter.cancel()
-            await asyncio.gather(sleeper, stopper, return_exceptions=True)
-        return not self._stopped.is_set()
+    async def _wait_until(self, moment: float, task: asyncio.Future[Any] | None = None) -> bool:
+        """Sleep until ``moment`` of the monotonic clock, or until ``task`` is done; False if
+        ``stop()`` came first. A long wait is slept a day at a time, the clock read between the
+        pieces: a sleep that cannot take a long delay (uvloop before 0.14 raised OverflowError,
+        a browser's timer holds 2**31 ms) is never asked for one. A sleep that raises raises
+        here: its error once passed for "time is up", and the ticks fired back to back."""
+        while not self._stopped.is_set():
+            left = moment - self.monotonic()
+            sleeper = asyncio.ensure_future(self.sleep(min(max(0.0, left), _LONGEST_SLEEP)))
+            stopper = asyncio.ensure_future(self._stopped.wait())
+            try:
+                done, _ = await asyncio.wait({sleeper, stopper} | ({task} if task is not None else set()), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in (sleeper, stopper):
+                    waiter.cancel()
+                await asyncio.gather(sleeper, stopper, return_exceptions=True)
+            if self._stopped.is_set():
+                break
+            if task is not None and task.done():
+                return True
+            if sleeper in done and not sleeper.cancelled() and (error := sleeper.exception()) is not None:
+                raise error
+            if left <= _LONGEST_SLEEP:
+                return True
+        return False
 
     def _next_after(self, due: float, now: float) -> float:
         """The first beat of the schedule after ``due`` that is later than ``now``: a slow tick
         never makes the timer fire in a burst. Counted, not stepped to: an interval below the
         clock's resolution (1e-8 s against a clock at 1.7e9) would leave ``due + interval ==
-        due`` and a stepping loop would spin for ever; past ``now`` it always is."""
+        due`` and a stepping loop would spin for ever; past ``now`` it always is. A count too
+        big for a float (1 s late on an interval of 5e-324 s) gives the next moment the clock has."""
         due += self.interval
-        if due <= now:
-            due += (math.floor((now - due) / self.interval) + 1) * self.interval
+        if due <= now and math.isfinite(behind := (now - due) / self.interval):
+            due += (math.floor(behind) + 1) * self.interval
         return due if due > now else math.nextafter(now, math.inf)
 
     async def run(self) -> HeartbeatReport:
-        """Tick until a fuse blows or ``stop()`` is called; then wait for the last run."""
-        now = self._begin()
+        """Tick until a fuse blows or ``stop()`` is called; then wait for the last run.
+
+        The schedule and the timeout are kept on the monotonic clock: the wall clock set back or
+        ahead moves neither. If a sleep (or a save) raises, the run in progress is cancelled
+        and the error propagates."""
+        now, mono = self._begin()
         self._save()
-        last = self._state.last_tick_at
-        next_at = now + self.interval if last is None else last + (math.floor((now - last) / self.interval) + 1) * self.interval
-        reason = self._fuse(now)
-        while reason is None:
-            started = self._state.started_at
-            deadline = started + self.timeout if self.timeout is not None and started is not None else math.inf
-            if not await self._sleep_until(min(next_at, deadline)):
-                reason = "stopped"
-                break
-            now = self.clock()
-            if (reason := self._fuse(now)) is not None:
-                break
-            await self._tick()
-            next_at = self._next_after(next_at, self.clock())
-            if self.max_ticks is not None and self._state.ticks >= self.max_ticks:
-                reason = "max_ticks"
-        await self._finish_run(reason)
+        next_at = mono + self._first_wait(now)
+        deadline = self._deadline(now, mono)
+        reason = self._fuse(mono, deadline)
+        try:
+            while reason is None:
+                if not await self._wait_until(min(next_at, deadline)):
+                    reason = "stopped"
+                    break
+                if (reason := self._fuse(self.monotonic(), deadline)) is not None:
+                    break
+                await self._tick()
+                next_at = self._next_after(next_at, self.monotonic())
+                if self.max_ticks is not None and self._state.ticks >= self.max_ticks:
+                    reason = "max_ticks"
+            await self._finish_run(reason, deadline)
+        except Exception:
+            if self.is_running:
+                assert self._run_task is not None
+                self.agent.cancel()
+                await asyncio.wait({self._run_task})
+            raise
+        self._read_clocks()  # a jump since the last tick moves the start too
         self._save()
         return HeartbeatReport(reason, self._state.ticks, tuple(self._outcomes), self.missed_ticks)
 
-    async def _finish_run(self, reason: str) -> None:
+    async def _finish_run(self, reason: str, deadline: float) -> None:
         """After the last tick: let the run finish (max_ticks), or cut it (timeout, stop())."""
         if not self.is_running:
             return
@@ -376,23 +501,11 @@ class Heartbeat:
             await asyncio.wait({self._run_task})
             return
         finished = asyncio.ensure_future(self._run_task)
-        if self.timeout is not None and self._state.started_at is not None:
-            remaining = self._state.started_at + self.timeout - self.clock()
-            if not await self._sleep_or(finished, remaining):
+        if self.timeout is not None:
+            await self._wait_until(deadline, finished)
+            if not finished.done():
                 self.agent.cancel()
         await asyncio.wait({self._run_task})
-
-    async def _sleep_or(self, task: asyncio.Future[Any], seconds: float) -> bool:
-        """True if ``task`` finished before ``seconds`` (on the heartbeat's clock) or stop()."""
-        sleeper = asyncio.ensure_future(self.sleep(max(0.0, seconds)))
-        stopper = asyncio.ensure_future(self._stopped.wait())
-        try:
-            await asyncio.wait({task, sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            stopper.cancel()
-            await asyncio.gather(sleeper, stopper, return_exceptions=True)
-        return task.done()
 
     def run_sync(self) -> HeartbeatReport:
         """``run()`` for scripts, on a new event loop."""
