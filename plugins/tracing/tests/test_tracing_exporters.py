@@ -253,3 +253,15 @@ def test_a_store_whose_flush_flushes_again_does_not_deadlock():
     flusher.start()
     flusher.join(5)
     assert not flusher.is_alive() and store.flushed == 1
+
+
+def test_each_jsonl_line_is_the_spans_json_as_json_dumps_writes_it(tmp_path, no_otel_env):
+    """The file format: one ``json.dumps(span.to_json(), ensure_ascii=False)`` a line, text
+    beyond ASCII kept as it is, control characters and line separators escaped or kept as JSON says."""
+    path = tmp_path / "golf.jsonl"
+    tracing = Tracing(jsonl=str(path))
+    golf_agent(tracing).run_sync("Trou n°1 à Évian \u2028 \t \"par 4\" 🏌")
+    tracing.flush()
+    expected = "".join(json.dumps(span.to_json(), ensure_ascii=False) + "\n" for span in tracing.memory.last)
+    assert path.read_text(encoding="utf-8") == expected
+    assert "Évian" in expected

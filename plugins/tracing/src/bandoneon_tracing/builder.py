@@ -96,7 +96,7 @@ class SpanBuilder:
     redaction and ids wait until someone reads the trace, so recording stays off the agent's
     bill."""
 
-    __slots__ = ("_export", "_last", "clock", "hook_timing", "rules", "settings")
+    __slots__ = ("_export", "_last", "hook_timing", "rules", "settings")
 
     def __init__(
         self,
@@ -106,13 +106,11 @@ class SpanBuilder:
         rules: Redactor,
         capture_content: bool,
         hook_timing: bool = False,
-        clock: Callable[[], float] = time.time,
     ):
         self._export = export
         self.hook_timing = hook_timing
         self.settings = Settings(prices, capture_content)
         self.rules = rules
-        self.clock = clock
         self._last: tuple[Callable[[str], str], Redactor] | None = None
 
     def start_run(self, run: bandoneon.RunContext) -> RunTrace:
@@ -168,7 +166,7 @@ def record(tracing: HasBuilder, run: bandoneon.RunContext | None, event: bandone
         if handler is not _on_run_start:
             return
         state = builder.start_run(run)
-    state.log += (handler, state.facts, builder.clock(), event if facts is None else facts(builder, run, state, event))
+    state.log += (handler, state.facts, _now(), event if facts is None else facts(builder, run, state, event))
     if handler is _on_run_end and state.root is None:
         builder.finish(state)
 
@@ -178,10 +176,7 @@ def _names(provider: object) -> tuple[str | None, str | None]:
     return getattr(provider, "model", None) or None, getattr(provider, "name", None)
 
 
-def _names_now(run: bandoneon.RunContext, state: RunTrace) -> tuple[str | None, str | None] | None:
-    """The names of the run's provider now: None when it is still the one the run started with."""
-    provider = run.provider
-    return None if provider is state.provider else _names(provider)
+_now = time.time
 
 
 # ------------------------------------------------------------------ facts that cannot wait
@@ -201,14 +196,17 @@ def _tool_start(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace
 
 
 def _turn_end(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.TurnEnd) -> tuple[Any, ...]:
-    """The model a turn is priced by when its answer's model is not in the table."""
-    return (event, _names_now(run, state))
+    """The model a turn is priced by when its answer's model is not in the table (None: the
+    provider the run started with)."""
+    provider = run.provider
+    return (event, None if provider is state.provider else _names(provider))
 
 
 def _run_end(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.RunEnd) -> tuple[Any, ...]:
     """The model the run ends with, and its timed hook calls (when hook calls are timed)."""
     profile = run.agent.hook_profile if builder.hook_timing else None
-    names = _names_now(run, state)
+    provider = run.provider
+    names = None if provider is state.provider else _names(provider)
     state.provider = None  # a kept trace keeps no provider
     return (event, names, list(profile.take_calls(run.run_id)) if profile is not None else None)
 

@@ -10,7 +10,7 @@ import attrs
 import bandoneon
 
 from .builder import SpanBuilder, record
-from .exporters import InMemoryExporter, JsonlExporter
+from .exporters import DEFAULT_KEEP, DEFAULT_MAX_BYTES, KEEP, MAX_BYTES, InMemoryExporter, JsonlExporter
 from .pricing import PriceTable
 from .recording import Trace
 from .redaction import Redactor
@@ -32,6 +32,10 @@ class Tracing(bandoneon.Plugin):
     #: parent's trace (the state is per run, so sharing is safe).
 
     jsonl: str | None = None
+    #: The JSONL file is rotated before a batch would take it past this size (0: never) ...
+    jsonl_max_bytes: int = attrs.field(default=DEFAULT_MAX_BYTES, validator=MAX_BYTES)
+    #: ... and this many rotated files are kept (``jsonl.1`` the newest).
+    jsonl_keep: int = attrs.field(default=DEFAULT_KEEP, validator=KEEP)
     otel: bool | None = None
     redact: list[str] = attrs.field(factory=list)
     prices: dict[str, dict[str, float]] = attrs.field(factory=dict)
@@ -56,7 +60,7 @@ class Tracing(bandoneon.Plugin):
         if self.keep_traces:
             self._sinks.insert(0, self.memory)
         if self.jsonl:
-            self._sinks.append(JsonlExporter(self.jsonl))
+            self._sinks.append(JsonlExporter(self.jsonl, max_bytes=self.jsonl_max_bytes, keep=self.jsonl_keep))
         if self.otel is not False:
             from .otel import OtelExporter, otel_configured
 

@@ -84,7 +84,9 @@ class Draft:
         operation, defaults = _KINDS[self.kind]
         attributes = _clean(redactor, self.attributes)
         if self.usage is not None:
-            attributes.update(_clean(NO_RULES, _usage_attributes(*self.usage)))
+            _add_usage(attributes, *self.usage)
+        if defaults:  # the kind's own constants are tracing's words, not data: not redacted
+            attributes = {**defaults, **attributes}
         return Span(
             operation if self.subject is None or self.subject == "" else f"{operation} {self.subject}",
             self.kind,
@@ -95,8 +97,7 @@ class Draft:
             self.end,
             "ok" if self.error is None else "error",
             None if self.error is None else redactor.text(self.error),
-            # The kind's own constants are tracing's words, not data: not redacted.
-            {**defaults, **attributes},
+            attributes,
             [SpanEvent(event.name, event.time, _clean(redactor, event.attributes)) for event in self.events] if self.events else [],
         )
 
@@ -143,9 +144,11 @@ class Trace(Sequence[Span]):
 
 
 def _build(drafts: list[Draft]) -> list[Span]:
-    trace_id = new_id(16)
-    for draft in drafts:
-        draft.span_id = new_id()
+    # The trace's id and its spans' in one draw (16 hex digits a span, 32 for the trace).
+    ids = new_id(16 + 8 * len(drafts))
+    trace_id = ids[:32]
+    for start, draft in enumerate(drafts, 2):
+        draft.span_id = ids[16 * start : 16 * start + 16]
     spans = []
     for draft, redactor in _remembering(drafts):
         spans.append(draft.to_span(trace_id, redactor))
@@ -170,14 +173,16 @@ def _remembering(drafts: list[Draft]) -> Iterator[tuple[Draft, Redactor]]:
         yield draft, redactor
 
 
-def _usage_attributes(usage: bandoneon.Usage, cost: float | None) -> dict[str, Any]:
-    return {
-        "gen_ai.usage.input_tokens": usage.input_tokens,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-        "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens or None,
-        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens or None,
-        "bandoneon.cost": cost,
-    }
+def _add_usage(attributes: dict[str, Any], usage: bandoneon.Usage, cost: float | None) -> None:
+    """The tokens (the cache's only when some) and the cost (when priced), as attributes."""
+    attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+    attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+    if usage.cached_input_tokens:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_input_tokens
+    if usage.cache_write_tokens:
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    if cost is not None:
+        attributes["bandoneon.cost"] = cost
 
 
 def _clean(redactor: Redactor, attributes: dict[str, Any]) -> dict[str, Any]:
