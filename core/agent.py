@@ -96,6 +96,7 @@ class Agent(Generic[DepsT, OutputT]):
         "_cancel_requested",
         "_context_cache",
         "_fallbacks",
+        "_history_resets",
         "_init_arguments",
         "_listeners",
         "_messages",
@@ -300,6 +301,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._output_spec(output_type)  # a type no model can fill in fails here, not mid-run
         self._messages: list[Message] = []
         self._transcript: list[Message] = []
+        self._history_resets = 0
         self._listeners: dict[str, list[Callable[[Event], Any]]] = {}
         self._running = False
         self._cancel_requested = False
@@ -488,6 +490,13 @@ class Agent(Generic[DepsT, OutputT]):
         """Everything that happened, never compacted."""
         return list(self._transcript)
 
+    @property
+    def history_resets(self) -> int:
+        """How many times the history was replaced (``clear``, ``load_history``). What saves the
+        transcript a piece at a time compares it between saves: a history that was replaced
+        may be as long as before and even end with the same message object."""
+        return self._history_resets
+
     def fork(self, **changes: Any) -> Agent[DepsT, OutputT]:
         """A new agent with the same setup and a copy of this one's history; ``changes``
         replace some of the arguments it was built with (``fork(model="ollama:qwen3")``).
@@ -511,6 +520,7 @@ class Agent(Generic[DepsT, OutputT]):
             raise RunInProgress(f"agent {self.name!r} is running; load a history between runs")
         self._messages[:] = list(messages)
         self._transcript[:] = self._messages
+        self._history_resets += 1
         if usage is not None:
             self.usage = usage
 
@@ -518,6 +528,7 @@ class Agent(Generic[DepsT, OutputT]):
         """Forget the history: the next run starts a new conversation."""
         self._messages.clear()
         self._transcript.clear()
+        self._history_resets += 1
 
     # ---------------------------------------------------------------- events
 

@@ -441,6 +441,18 @@ def test_load_history_replaces_the_history_and_the_next_run_continues_it(bare_ag
     assert agent.usage.input_tokens == 7
 
 
+def test_history_resets_counts_each_replacement_of_the_history_and_nothing_else(bare_agent):
+    agent = bare_agent(ScriptedModel("One.", "Two."))
+    agent.run_sync("Hi.")
+    assert agent.history_resets == 0  # a run adds to the history: not a reset
+    agent.clear()
+    agent.load_history([Message.user("Back.")])
+    assert agent.history_resets == 2
+    agent.run_sync("Again.")
+    assert agent.history_resets == 2
+    assert agent.fork().history_resets == 0  # a new agent with a copy: nothing of its own replaced
+
+
 def test_fork_gives_the_copy_its_own_plugin_instances(bare_agent):
     import attrs
 

@@ -218,3 +218,28 @@ def test_a_call_id_given_again_in_a_later_turn_is_saved_both_times(tmp_path, dur
     assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert loaded.messages[2].content == "1 g" and "cut off" in loaded.messages[4].content
     assert loaded.damage is None and loaded.interrupted == 0
+
+
+@pytest.mark.parametrize("durability", ["turn", "run", "os"])
+def test_a_cleared_history_as_long_as_the_last_and_ending_in_the_same_reply_is_saved_anew(tmp_path, durability):
+    """A provider may answer with a message object it keeps: after ``clear()`` the next run's
+    history is as long as the last one and ends with the same object, yet it is a new one."""
+    kept = bandoneon.Message.assistant("Ready.")
+    store = JsonlStore(tmp_path)
+    agent, plugin = agent_on(store, FunctionModel(lambda request: kept), durability)
+    agent.run_sync("First.")
+    agent.clear()
+    agent.run_sync("Second.")
+    plugin.close()
+    assert [(m.role, m.content) for m in store.load("s-1").messages] == [("user", "Second."), ("assistant", "Ready.")]
+
+
+def test_a_loaded_history_of_the_same_length_replaces_the_saved_one(tmp_path):
+    store = JsonlStore(tmp_path)
+    agent, plugin = agent_on(store, ScriptedModel("One.", "Two."))
+    agent.run_sync("First.")
+    other = [bandoneon.Message.user("Elsewhere."), bandoneon.Message.assistant("Yes.")]
+    agent.load_history(other)
+    agent.run_sync("Then?")
+    plugin.close()
+    assert [m.content for m in store.load("s-1").messages] == ["Elsewhere.", "Yes.", "Then?", "Two."]

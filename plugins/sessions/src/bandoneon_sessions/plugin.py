@@ -159,7 +159,7 @@ class Sessions(bandoneon.Plugin):
 
     def _install(self, agent: bandoneon.Agent, loaded: LoadedSession) -> None:
         agent.load_history(loaded.messages, usage=loaded.usage)
-        self._written.mark(agent.transcript)
+        self._written.mark(agent.transcript, agent.history_resets)
         self._written.redacts = agent.redacts  # an agent's plugins are fixed when it is built
         self.damage = loaded.damage
         if loaded.damage:
@@ -193,7 +193,7 @@ class Sessions(bandoneon.Plugin):
         called only for a call no other plugin refused or answered, so one that will run."""
         written = self._written
         transcript = run.transcript
-        if written.count == len(transcript) and written.last is transcript[-1]:  # an earlier call of this turn wrote them
+        if written.count == len(transcript) and written.last is transcript[-1] and written.resets == run.agent.history_resets:  # an earlier call of this turn wrote them
             return None
         waiting = self._flush(run, sync=self.durability == "turn")
         if waiting is not None:
@@ -217,7 +217,7 @@ class Sessions(bandoneon.Plugin):
         ``"os"``, which has no ``after_turn``, its calls are written first, then the result."""
         written = self._written
         transcript = run.transcript  # the turn's calls, until its last result is ready
-        if written.count != len(transcript) or written.last is not transcript[-1]:
+        if written.count != len(transcript) or written.last is not transcript[-1] or written.resets != run.agent.history_resets:
             if self.durability != "os":
                 return
             self._flush(run, sync=False)  # unsynced: never waits
@@ -289,7 +289,10 @@ class Sessions(bandoneon.Plugin):
         written = self._written
         transcript = run.transcript
         count = written.count
-        replaced = count > len(transcript) or (count and transcript[count - 1] is not written.last)
+        resets = run.agent.history_resets
+        # A history replaced (cleared, loaded) may be as long as the last one written and end with
+        # the same message object (a provider that answers with one it keeps): the count says so.
+        replaced = resets != written.resets or count > len(transcript) or (count and transcript[count - 1] is not written.last)
         new = list(transcript) if replaced else transcript[count:]
         early = written.early
         if early:  # results written as their calls finished: in the file already (unless it starts over)
@@ -297,14 +300,14 @@ class Sessions(bandoneon.Plugin):
                 new = _without_early(new, early)
             early.clear()  # each is in the transcript by now: a flush during a turn's tools comes before its first early result
         if not new and usage is None and not replaced and not writer.has_pending:
-            written.mark(transcript)  # what is left was written already (results of calls written ahead)
+            written.mark(transcript, resets)  # what is left was written already (results of calls written ahead)
             return None
         if only_if_needed:
             sync = sync and bool(new or replaced or written.unsynced)
         # What the file keeps is masked by the agent's rules (guard, policy packs): a prompt or a
         # tool argument holding a key is stored without it, while the run goes on with the original.
         masked = run.agent.redact(new) if written.redacts and new else new
-        written.mark(transcript)  # a batch that fails stays with the writer, which writes it again next time
+        written.mark(transcript, resets)  # a batch that fails stays with the writer, which writes it again next time
         if not written.writing:
             written.writing = True
             _WRITING.runs += 1
@@ -365,11 +368,12 @@ class _Written:
     """How much of the agent's transcript is in the session. Plain slots, not attrs fields:
     updated several times a turn, where an attrs ``__setattr__`` would cost more than the write."""
 
-    __slots__ = ("ahead", "count", "early", "last", "redacts", "unsynced", "writing")
+    __slots__ = ("ahead", "count", "early", "last", "redacts", "resets", "unsynced", "writing")
 
     def __init__(self) -> None:
         self.count = 0  # the transcript's first messages written
         self.last: bandoneon.Message | None = None  # the last of them (a cleared history no longer ends with it)
+        self.resets = 0  # the agent's ``history_resets`` when they were written
         #: This turn's calls were written (and under "turn" flushed) before any of them ran;
         #: the ids of calls whose results are written already (out of the transcript's order).
         self.ahead = False
@@ -378,8 +382,9 @@ class _Written:
         self.writing = False  # this run counts in _WRITING.runs
         self.redacts = True  # does the agent mask what stores keep (``Agent.redacts``)?
 
-    def mark(self, transcript: list[bandoneon.Message]) -> None:
+    def mark(self, transcript: list[bandoneon.Message], resets: int) -> None:
         self.count = len(transcript)
+        self.resets = resets
         self.last = transcript[-1] if transcript else None
 
 
