@@ -51,6 +51,28 @@ def _verdict(value: float, target: float, smaller_is_better: bool = True) -> str
     return "met" if met else f"**missed** by {value / target:.2f}×" if smaller_is_better else f"**missed** ({value:.2f} < {target})"
 
 
+#: Issue 19 set its targets in µs on a machine where the bare loop's 2-turn run took 4.76 µs (its
+#: 2,164 µs were "455× the bare loop"). The same code runs 2.5× slower on some of these VMs than
+#: on others, so each such target is also judged scaled by this run's bare loop (the loop
+#: section's, measured first): the ratio to the bare loop the issue asks for, in µs.
+BARE_LOOP_WHEN_SET = 2164e-6 / 455
+_bare_loop_here: list[float] = []
+
+
+def _target(value: float, target: float) -> str:
+    """``target ≤ …: met`` for a target set in µs, and the same scaled to this machine."""
+    said = f"target ≤ {us(target)}: {_verdict(value, target)}"
+    if not _bare_loop_here:
+        return said
+    bare = _bare_loop_here[0]
+    scaled = target * bare / BARE_LOOP_WHEN_SET
+    return f"{said}; scaled to this machine (bare loop {us(bare)}, {us(BARE_LOOP_WHEN_SET)} when set): ≤ {us(scaled)}: {_verdict(value, scaled)}"
+
+
+#: Issue 19's targets for a plugin alone in an agent (what it adds to the no-plugin 2-turn run).
+PLUGIN_TARGETS = {"skills": 20e-6, "tracing": 25e-6, "guard": 8e-6, "plan": 8e-6, "subagents": 8e-6, "compaction": 8e-6}
+
+
 # ---------------------------------------------------------------- 1. loop overhead
 
 
@@ -89,9 +111,7 @@ def loop_overhead(scale: Scale) -> str:
 
 
 def _measure_in_new_process(name: str, scale: Scale) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, str(HERE / "measure.py"), name, json.dumps(attrs.asdict(scale))], capture_output=True, text=True, check=False, timeout=1200
-    )
+    completed = subprocess.run([sys.executable, str(HERE / "measure.py"), name, json.dumps(attrs.asdict(scale))], capture_output=True, text=True, check=False, timeout=1200)
     if completed.returncode != 0:
         raise RuntimeError(f"measuring {name!r} in a new process failed:\n{completed.stderr[-2000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -107,9 +127,7 @@ def loop_figures(scale: Scale) -> dict[str, Any]:
     the awaited runs in one event loop, then ``run_sync``, which makes its own."""
     with _scratch_sessions():
         figures, defaults = asyncio.run(_awaited_loop_figures(scale))
-    figures["run_sync"] = compare_sync(
-        {"run_sync": lambda: scenarios.bandoneon_run_sync(defaults)}, iterations=scale.iterations, rounds=scale.rounds
-    ).median("run_sync")
+    figures["run_sync"] = compare_sync({"run_sync": lambda: scenarios.bandoneon_run_sync(defaults)}, iterations=scale.iterations, rounds=scale.rounds).median("run_sync")
     return figures
 
 
@@ -199,10 +217,10 @@ def _render_loop(measured: list[dict[str, Any]]) -> str:
     first = measured[0]
     contenders = [name for name in first["medians"] if all(name in one["medians"] for one in measured)]
     median = {name: _across(measured, lambda one, name=name: one["medians"][name]) for name in contenders}
+    _bare_loop_here[:] = [median[BARE]]
     lines = [
         "## Loop overhead: 2-turn run on an in-process fake model (awaited in a running loop)\n",
-        f"Each figure is the median across {len(measured)} new interpreter processes of that process's median "
-        "(contenders interleaved round by round within each process).\n",
+        f"Each figure is the median across {len(measured)} new interpreter processes of that process's median (contenders interleaved round by round within each process).\n",
         "| contender | median per run | ratio to the bare loop |",
         "|---|---|---|",
     ]
@@ -229,11 +247,12 @@ def _render_loop(measured: list[dict[str, Any]]) -> str:
         ]
         lines += [f"| {name} | {us(value)} | {us(added)} |" for name, value, added in sorted(rows, key=lambda row: row[2])]
         lines.append("")
+        lines += [f"- {name} adds {us(added)}; {_target(added, PLUGIN_TARGETS[name])}" for name, _, added in rows if name in PLUGIN_TARGETS]
     ratio = _across(measured, lambda one: one["ratios"][DEFAULTS])
-    lines.append(f"- target ≤ 100 µs with default plugins: {_verdict(median[DEFAULTS], 100e-6)}; target ratio to the bare loop < 30×: {_verdict(ratio, 30)}")
+    lines.append(f"- default plugins: {_target(median[DEFAULTS], 100e-6)}; target ratio to the bare loop < 30×: {_verdict(ratio, 30)}")
     if ALL_BUT_SESSIONS in median:
         value = median[ALL_BUT_SESSIONS]
-        lines.append(f"- every installed plugin active but sessions: {us(value)}; target ≤ 250 µs: {_verdict(value, 250e-6)}")
+        lines.append(f"- every installed plugin active but sessions: {us(value)}; {_target(value, 250e-6)}")
     if EVERYTHING in median and ALL_BUT_SESSIONS in median:
         # Sessions' own target (durability "turn", its default: two fdatasyncs per run), on top,
         # against the floor measured beside it (FLOOR) and the tight-loop floor.
@@ -246,7 +265,7 @@ def _render_loop(measured: list[dict[str, Any]]) -> str:
             f"{us(tight)}: {us(strict)}: {_verdict(median[EVERYTHING], strict)}"
         )
     run_sync = _across(measured, lambda one: one["run_sync"])
-    lines.append(f"- `run_sync` (default plugins): {us(run_sync)} per run; target ≤ 120 µs: {_verdict(run_sync, 120e-6)}")
+    lines.append(f"- `run_sync` (default plugins): {us(run_sync)} per run; {_target(run_sync, 120e-6)}")
     return "\n".join(lines) + "\n"
 
 
@@ -268,13 +287,28 @@ async def typed_output(scale: Scale) -> str:
 # ---------------------------------------------------------------- 1a. JSON limits
 
 #: A chat-completion body as the testing kit's server sends it for the run's first turn.
-_REPLY_BODY = json.dumps({
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "bench",
-    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_forecast", "arguments": scenarios.ARGUMENTS}},
-    ]}}],
-    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-}).encode()
+_REPLY_BODY = json.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "bench",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "get_forecast", "arguments": scenarios.ARGUMENTS}},
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+).encode()
 
 
 async def json_limits(scale: Scale) -> str:
@@ -301,7 +335,9 @@ async def json_limits(scale: Scale) -> str:
     share = max(added["arguments"], 0.0) / run
     lines = ["## JSON limits: what parsing within the depth and size limits adds\n", "| document | `json.loads` | `loads_bounded` (default limits) | added |", "|---|---|---|---|"]
     for what, extra in added.items():
-        lines.append(f"| {what} ({len(arguments if what == 'arguments' else _REPLY_BODY)} bytes) | {us(parsing.median(f'json.loads, {what}'))} | {us(parsing.median(f'loads_bounded, {what}'))} | {us(extra)} |")
+        lines.append(
+            f"| {what} ({len(arguments if what == 'arguments' else _REPLY_BODY)} bytes) | {us(parsing.median(f'json.loads, {what}'))} | {us(parsing.median(f'loads_bounded, {what}'))} | {us(extra)} |"
+        )
     lines.append(
         f"\n- the in-process 2-turn run (default plugins, {us(run)}) parses one argument document: the limits add {share:.1%} to it; "
         f"target under 2 %: {_verdict(share, 0.02)}. Over HTTP a run also parses a reply body per turn, against a run of milliseconds (next sections)."
@@ -363,6 +399,7 @@ async def sessions_durability(scale: Scale) -> str:
 
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as folder:
         back_to_back = _fdatasync_floor(Path(folder))
+
         # Fresh reply objects each call, as a real model gives (the plugin sees the cleared
         # history as replaced and saves every message of the run), with and without the plugin.
         def agent(plugins: list[Any]) -> bandoneon.Agent:
@@ -395,9 +432,7 @@ async def sessions_durability(scale: Scale) -> str:
     for mode, count in syncs.items():
         value = comparison.median(f"sessions, durability={mode}")
         target, strict = 1.2 * count * floor + 30e-6, 1.2 * count * back_to_back + 30e-6
-        lines.append(
-            f"| {mode} | {us(value)} | {us(value - base)} | {count} | {us(target)}: {_verdict(value - base, target)} | {us(strict)}: {_verdict(value - base, strict)} |"
-        )
+        lines.append(f"| {mode} | {us(value)} | {us(value - base)} | {count} | {us(target)}: {_verdict(value - base, target)} | {us(strict)}: {_verdict(value - base, strict)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -421,14 +456,12 @@ def peers(scale: Scale) -> str:
     failures: dict[str, str] = {}
     names = list(scripts)
     for round_index in range(rounds):
-        order = names[round_index % len(names):] + names[: round_index % len(names)]
+        order = names[round_index % len(names) :] + names[: round_index % len(names)]
         for name in order:
             if name in failures:
                 continue
             executable, script, extra = scripts[name]
-            completed = subprocess.run(
-                [executable, str(script), "--iterations", str(scale.iterations), *extra], capture_output=True, text=True, timeout=600
-            )
+            completed = subprocess.run([executable, str(script), "--iterations", str(scale.iterations), *extra], capture_output=True, text=True, timeout=600)
             if completed.returncode != 0:
                 failures[name] = (completed.stderr.strip().splitlines() or ["failed"])[-1][:200]
                 continue
@@ -451,7 +484,7 @@ def peers(scale: Scale) -> str:
     fresh, llm = results.get("bandoneon (new agent per run, run_sync)"), results.get("llm")
     if fresh and llm:
         lines.append(
-            f"- new agent per run (`run_sync`): {us(fresh)}; target ≤ 100 µs: {_verdict(fresh, 100e-6)}; "
+            f"- new agent per run (`run_sync`): {us(fresh)}; {_target(fresh, 100e-6)}; "
             f"{llm / fresh:.1f}× faster than llm (which also builds its conversation per run), target ≥ 4×: {_verdict(llm / fresh, 4, smaller_is_better=False)}"
         )
     lines.append(f"- peers pinned in `benchmarks/peers/requirements.txt`, installed in `{PEERS_VENV.relative_to(HERE.parent)}`")
@@ -468,7 +501,12 @@ def _install_peers() -> None:
 
 
 async def _bare_httpx_loop(client, base_url: str) -> str:
-    tools = [{"type": "function", "function": {"name": "get_forecast", "description": "Daily forecast for one city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "get_forecast", "description": "Daily forecast for one city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+        }
+    ]
 
     async def chat(messages):
         response = await client.post(f"{base_url}/chat/completions", json={"model": "bench", "messages": messages, "tools": tools, "tool_choice": "auto"})
@@ -537,9 +575,7 @@ def concurrency(scale: Scale) -> str:
     for _ in range(max(1, scale.rounds // 3)):
         this_round: dict[str, float] = {}
         for contender in samples:
-            completed = subprocess.run(
-                [sys.executable, str(HERE / "concurrent_runs.py"), contender, str(scale.concurrent)], capture_output=True, text=True, timeout=900
-            )
+            completed = subprocess.run([sys.executable, str(HERE / "concurrent_runs.py"), contender, str(scale.concurrent)], capture_output=True, text=True, timeout=900)
             if completed.returncode != 0:
                 errors[contender] = completed.stderr.strip()[-300:]
                 continue
@@ -568,10 +604,7 @@ def concurrency(scale: Scale) -> str:
             lines.append(f"| {contender} | failed: {error} | | | | | |")
             continue
         figures[contender] = data
-        lines.append(
-            f"| {contender} | {data['throughput']:,.0f} | {ms(data['p50'])} | {ms(data['p99'])} | {data['errors']} | "
-            f"{data['peak_rss_mb']:.0f} MiB | {data['rss_per_session_kb']:.0f} KiB |"
-        )
+        lines.append(f"| {contender} | {data['throughput']:,.0f} | {ms(data['p50'])} | {ms(data['p99'])} | {data['errors']} | {data['peak_rss_mb']:.0f} MiB | {data['rss_per_session_kb']:.0f} KiB |")
     if "bare" in figures and "bandoneon" in figures:
         ratio = statistics.median(round_ratios)
         each = ", ".join(f"{value:.2f}" for value in round_ratios)
@@ -651,10 +684,7 @@ def startup(scale: Scale) -> str:
     lines += [f"| {name} | {us(_across(creation, lambda one, name=name: one[name]))} |" for name in creation[0]]
     with_defaults = _across(creation, lambda one: one[_CREATED_WITH_DEFAULTS])
     lines.append(f"\n- target `import bandoneon` ≤ 100 ms with every plugin installed: {_verdict(import_wall, 0.1)}")
-    lines.append(
-        f"- agent creation with default plugins (median across {len(creation)} new processes): {us(with_defaults)}; "
-        f"target ≤ 30 µs: {_verdict(with_defaults, 30e-6)}"
-    )
+    lines.append(f"- agent creation with default plugins (median across {len(creation)} new processes): {us(with_defaults)}; {_target(with_defaults, 30e-6)}")
     return "\n".join(lines) + "\n"
 
 

@@ -38,6 +38,11 @@ class Range:
     unit: str = ""
     optional: bool = False
     integer: bool = False
+    #: The value last found in range, compared by identity: every new agent checks each plugin
+    #: option's default (one object per field), so the check is mostly ``value is accepted``.
+    #: The same object has the same type and value, so it is in range again. (At first, an
+    #: object of its own, which no option's value can be.)
+    _accepted: Any = attrs.field(factory=object, init=False, eq=False, repr=False)
 
     def describe(self) -> str:
         """The range in words: ``at least 1``, ``above 0 and at most 1``, ``between 0 and 1``."""
@@ -88,7 +93,10 @@ class Range:
 
     def check(self, key: str, value: Any, *, owner: str | None = None) -> None:
         """Raise ``ConfigError`` naming ``key`` (and ``owner``) unless ``value`` is in range."""
+        if value is self._accepted:
+            return
         if self.contains(value):
+            object.__setattr__(self, "_accepted", value)
             return
         prefix = f"{owner}: " if owner else ""
         raise ConfigError(f"{prefix}{key} must be {self.describe()}, got {value!r}")
@@ -96,7 +104,10 @@ class Range:
     def __call__(self, instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         """The attrs-validator form: the owner is the plugin's name (or the class name), looked
         up only when the value is refused (building an agent validates every option)."""
+        if value is self._accepted:
+            return
         if self.contains(value):
+            object.__setattr__(self, "_accepted", value)
             return
         from .plugins import plugin_name
 

@@ -140,3 +140,36 @@ def test_every_numeric_core_option_states_its_range_in_the_readme(option):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = [line for line in readme.splitlines() if line.startswith(f"| `{option}`")]
     assert rows and OPTION_RANGES[option].short in rows[0], f"README.md: no row for {option} with its range {OPTION_RANGES[option].short}"
+
+
+# Values that are equal without being the same (1, 1.0, True), and ones that are not equal to themselves (nan).
+_numbers = st.one_of(st.sampled_from([0, 1, 2, 1.0, 2.0, 2.5, True, False, None, float("nan"), float("inf"), -1]), st.integers(-5, 5), st.floats())
+
+
+@given(
+    st.builds(bandoneon.in_range, at_least=st.sampled_from([None, 0, 1]), at_most=st.sampled_from([None, 1, 3]), optional=st.booleans(), integer=st.booleans()),
+    st.lists(_numbers, max_size=8),
+)
+def test_a_range_checked_again_and_again_answers_as_a_fresh_one(bounds, values):
+    """Each range remembers the last value it accepted (by identity, a fast path for defaults):
+    whatever came before, every check answers what a range that never saw a value answers."""
+    for value in values:
+        for form in ("check", "validator"):
+            assert _refusal(bounds, form, value) == _refusal(attrs.evolve(bounds), form, value)
+
+
+@attrs.define
+class Holder:
+    value: object = None
+
+
+def _refusal(bounds: bandoneon.Range, form: str, value: object) -> str | None:
+    """The error checking ``value`` gives, in the plain form or the attrs-validator one."""
+    try:
+        if form == "check":
+            bounds.check("value", value)
+        else:
+            bounds(Holder(), attrs.fields(Holder).value, value)
+    except bandoneon.ConfigError as exc:
+        return str(exc)
+    return None
