@@ -20,7 +20,7 @@ from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimitError, JsonLimits, loads_b
 from .logs import deferred_logger
 from .messages import ToolSpec
 from .schema import is_optional, object_schema, parse_docstring, unwrap_annotated
-from .structuring import StructureError, describe_value, structure, unstructure
+from .structuring import StructureError, describe_value, structurer, unstructure
 from .text import as_unicode
 
 __all__ = ["CAPABILITIES", "ArgumentsError", "Tool", "tool"]
@@ -70,6 +70,8 @@ class Tool:
     _is_async: bool = False
     #: The card, made once: every new agent lists the specs of its tools.
     _spec: ToolSpec = attrs.field(init=False, repr=False)
+    #: The model's arguments to the function's, made at the first call (``_arguments_reader``).
+    _read_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_spec", ToolSpec(self.name, self.description, self.parameters))
@@ -95,13 +97,28 @@ class Tool:
                 f"The arguments for {self.name} must be a JSON object, got {describe_value(data)}. "
                 f"Send one JSON object{_fields_hint(self.parameters)}."
             )
-        if self._arguments_class is None:
-            return data
+        read = self._read_arguments
+        if read is None:
+            if self._arguments_class is None:
+                return data
+            read = self._arguments_reader(self._arguments_class)
         try:
-            structured: Any = structure(data, self._arguments_class)
+            return read(data)
         except StructureError as exc:
             raise ArgumentsError(f"Invalid arguments for {self.name}: " + " ".join(exc.problems)) from None
-        return {f.name: getattr(structured, f.name) for f in attrs.fields(self._arguments_class)}
+
+    def _arguments_reader(self, arguments_class: type) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """The arguments checked against ``arguments_class``, as keyword arguments; made once
+        (a tool is called many times) and kept (the tool is frozen: set past its ``__setattr__``)."""
+        structured: Callable[[Any], Any] = structurer(arguments_class)
+        names = tuple(f.name for f in attrs.fields(arguments_class))
+
+        def read(data: dict[str, Any]) -> dict[str, Any]:
+            arguments = structured(data)
+            return {name: getattr(arguments, name) for name in names}
+
+        object.__setattr__(self, "_read_arguments", read)
+        return read
 
     async def invoke(self, arguments: Mapping[str, Any], run: RunContext | None, *, in_thread: bool = False) -> str:
         """Run the function and turn what it returns into the text the model reads.
