@@ -70,7 +70,8 @@ def _target(value: float, target: float) -> str:
 
 
 #: Issue 19's targets for a plugin alone in an agent (what it adds to the no-plugin 2-turn run).
-PLUGIN_TARGETS = {"skills": 20e-6, "tracing": 25e-6, "guard": 8e-6, "plan": 8e-6, "subagents": 8e-6, "compaction": 8e-6}
+TRACING_JSONL = "tracing, exporting to a JSONL file"
+PLUGIN_TARGETS = {"skills": 20e-6, TRACING_JSONL: 25e-6, "guard": 8e-6, "plan": 8e-6, "subagents": 8e-6, "compaction": 8e-6}
 
 
 # ---------------------------------------------------------------- 1. loop overhead
@@ -206,10 +207,14 @@ async def _each_plugin_alone(plugins: list[object], scale: Scale) -> dict[str, d
     agents = {NO_PLUGINS: scenarios.bandoneon_agent([])}
     for plugin in plugins:
         agents[bandoneon.plugin_name(plugin)] = scenarios.bandoneon_agent([bandoneon.build_plugin(type(plugin))])
-    contenders = {name: (lambda agent=agent: scenarios.bandoneon_run(agent)) for name, agent in agents.items()}
-    comparison = await compare_async(contenders, iterations=max(20, scale.iterations // 25), rounds=scale.rounds * 5, warmup=20)
-    for agent in agents.values():
-        await agent.aclose()
+    with tempfile.TemporaryDirectory() as folder:
+        tracing = next((type(p) for p in plugins if bandoneon.plugin_name(p) == "tracing"), None)
+        if tracing is not None:  # issue 19 sets tracing's target with its JSONL exporter on
+            agents[TRACING_JSONL] = scenarios.bandoneon_agent([tracing(jsonl=str(Path(folder) / "traces.jsonl"))])
+        contenders = {name: (lambda agent=agent: scenarios.bandoneon_run(agent)) for name, agent in agents.items()}
+        comparison = await compare_async(contenders, iterations=max(20, scale.iterations // 25), rounds=scale.rounds * 5, warmup=20)
+        for agent in agents.values():
+            await agent.aclose()
     return {name: {"median": comparison.median(name), "added": comparison.difference(name, NO_PLUGINS)} for name in agents if name != NO_PLUGINS}
 
 

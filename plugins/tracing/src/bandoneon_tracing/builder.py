@@ -159,14 +159,17 @@ def record(tracing: HasBuilder, run: bandoneon.RunContext | None, event: bandone
     recorder = _RECORDERS.get(event.name)
     if recorder is None:
         return
-    builder = tracing._builder
     handler, facts = recorder
     state = run.stash.get(STATE_KEY)
     if state is None:
         if handler is not _on_run_start:
             return
-        state = builder.start_run(run)
-    state.log += (handler, state.facts, _now(), event if facts is None else facts(builder, run, state, event))
+        state = tracing._builder.start_run(run)
+    if facts is None:  # most events: the event itself, nothing to take, nothing to finish
+        state.log += (handler, state.facts, _now(), event)
+        return
+    builder = tracing._builder
+    state.log += (handler, state.facts, _now(), facts(builder, run, state, event))
     if handler is _on_run_end and state.root is None:
         builder.finish(state)
 
