@@ -106,8 +106,9 @@ class Enforcer:
     def redact(self, text: str, *, tool_name: str | None = None) -> str:
         """``text`` with the redactions for ``tool_name`` applied; every redaction when None."""
         redactions, screen = self._plans.get(tool_name) or self._redactions_for(tool_name)
-        if not redactions or not screen.may_match(text):
-            return text  # the common case: a quick scan of the text finds no secret shape at all
+        # The common case: a glance (one call in C) or a quick scan finds no secret shape at all.
+        if not redactions or screen.glance(text) is None or not screen.may_match(text):
+            return text
         for redaction in redactions:
             text = redaction.apply(text)
         return text
