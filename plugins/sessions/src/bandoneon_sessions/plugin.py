@@ -15,6 +15,7 @@ import logging
 import os
 import uuid
 import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from types import ModuleType
 from typing import Any, ClassVar, Literal
@@ -24,6 +25,7 @@ import attrs
 import bandoneon
 
 from . import hookspecs as session_hooks
+from . import threads
 from .lock import SessionLock
 from .records import LoadedSession, SessionError, check_session_id
 from .stores import JsonlStore, SessionStore, SessionWriter, SqliteSessionStore, default_sessions_path, open_store
@@ -319,8 +321,12 @@ class Sessions(bandoneon.Plugin):
         return None
 
     async def _flush_on_thread(self, writer: SessionWriter, masked: list[bandoneon.Message], *, usage: bandoneon.Usage | None, clear: bool) -> None:
-        await asyncio.to_thread(writer.append, masked, usage=usage, clear=clear, sync=True)
-        self._written.unsynced = False  # only once it is on disk: a failed flush is tried again, synced
+        written = self._written
+        if written.worker is None:  # a use of the workers, held until this plugin is closed or collected
+            threads.acquire()
+            written.worker = weakref.finalize(self, threads.release)
+        await threads.run(asyncio.get_running_loop(), _append_synced, writer, masked, usage, clear)
+        written.unsynced = False  # only once it is on disk: a failed flush is tried again, synced
 
     @staticmethod
     def _sync_on_loop(writer: SessionWriter) -> bool:
@@ -341,6 +347,9 @@ class Sessions(bandoneon.Plugin):
         """Release the session's writer lock (another agent or process may open it after this).
 
         Later turns of this plugin's agent raise ``SessionError``: build a new agent to go on."""
+        worker, self._written.worker = self._written.worker, None
+        if worker is not None:
+            worker()  # the workers stop with their last user
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -368,7 +377,7 @@ class _Written:
     """How much of the agent's transcript is in the session. Plain slots, not attrs fields:
     updated several times a turn, where an attrs ``__setattr__`` would cost more than the write."""
 
-    __slots__ = ("ahead", "count", "early", "last", "redacts", "resets", "unsynced", "writing")
+    __slots__ = ("ahead", "count", "early", "last", "redacts", "resets", "unsynced", "worker", "writing")
 
     def __init__(self) -> None:
         self.count = 0  # the transcript's first messages written
@@ -381,11 +390,19 @@ class _Written:
         self.unsynced = False  # messages written since the last flush to disk
         self.writing = False  # this run counts in _WRITING.runs
         self.redacts = True  # does the agent mask what stores keep (``Agent.redacts``)?
+        #: The plugin's use of the worker threads (``threads.acquire``), once a flush waited on
+        #: one: its finalizer releases it when the plugin is closed or garbage-collected.
+        self.worker: weakref.finalize | None = None
 
     def mark(self, transcript: list[bandoneon.Message], resets: int) -> None:
         self.count = len(transcript)
         self.resets = resets
         self.last = transcript[-1] if transcript else None
+
+
+def _append_synced(writer: SessionWriter, masked: list[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> None:
+    """A synced append, as a worker thread runs it."""
+    writer.append(masked, usage=usage, clear=clear, sync=True)
 
 
 def _without_early(new: list[bandoneon.Message], early: set[str]) -> list[bandoneon.Message]:
