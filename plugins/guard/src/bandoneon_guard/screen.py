@@ -141,12 +141,11 @@ class Screen:
         self._any_needle = re.compile(_alternation(self._needles)) if self._needles else None
         self._rest, self._rest_one_by_one = _joined(rest)
         #: A first look at ``text``, one call in C: None when it holds none of the characters
-        #: every needle has one of, so no redaction can change it (see ``_glance``).
+        #: every needle has one of, so no redaction can change it (see ``_glance``). The caller
+        #: glances first and asks ``may_match`` only of text it passed: neither repeats the other.
         self.glance: Callable[[str], object] = _glance(self._needles) if self._needles and not rest else _EVERY_TEXT
 
     def may_match(self, text: str) -> bool:
-        if self.glance(text) is None:
-            return False
         if len(text) <= _SHORT_TEXT:
             if self._any_needle is not None and self._any_needle.search(text) is not None:
                 return True
