@@ -41,7 +41,7 @@ def structure(data: Any, cls: type[T], *, subject: str = "The arguments") -> T:
     try:
         return _converter().structure(data, cls)
     except Exception as exc:  # cattrs raises exception groups; translate them all
-        raise StructureError(_explain(exc, data, cls, subject=subject) or [str(exc)]) from None
+        raise _explained(exc, data, cls, subject) from None
 
 
 def structurer(cls: type[T], *, subject: str = "The arguments") -> Callable[[Any], T]:
@@ -53,10 +53,15 @@ def structurer(cls: type[T], *, subject: str = "The arguments") -> Callable[[Any
         try:
             value: T = hook(data, cls)
         except Exception as exc:  # as ``structure`` does
-            raise StructureError(_explain(exc, data, cls, subject=subject) or [str(exc)]) from None
+            raise _explained(exc, data, cls, subject) from None
         return value
 
     return structured
+
+
+def _explained(exc: Exception, data: Any, cls: type[Any], subject: str) -> StructureError:
+    """What cattrs raised about ``data``, as one sentence per problem."""
+    return StructureError(_explain(exc, data, cls, subject=subject) or [str(exc)])
 
 
 def unstructure(value: Any) -> Any:
