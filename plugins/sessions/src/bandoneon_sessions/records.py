@@ -134,46 +134,8 @@ _MESSAGE = '{"type":"message","message":'
 _USAGE = '{"type":"usage","usage":'
 
 
-_Message, _ToolCall = bandoneon.Message, bandoneon.ToolCall
-
-
-def message_json(message: bandoneon.Message) -> str:
-    """``bandoneon.unstructure_json(message)``, written by hand for the usual shape (a
-    ``Message`` of strings, its calls ``ToolCall`` of strings, no thinking, no parts: one
-    f-string, no encoder lookups per message and per call); any other through the converter's
-    encoder. The fields of ``Message`` and ``ToolCall``, in their order."""
-    if message.__class__ is not _Message:
-        return _json(message)
-    role, content, calls, call_id, name, error = message.role, message.content, message.tool_calls, message.tool_call_id, message.name, message.is_error
-    if (
-        role.__class__ is not str
-        or content.__class__ is not str
-        or error.__class__ is not bool
-        or message.thinking != ()
-        or message.parts != ()
-        or (call_id is not None and call_id.__class__ is not str)
-        or (name is not None and name.__class__ is not str)
-    ):
-        return _json(message)
-    if calls == ():
-        listed = "[]"
-    else:
-        texts = []
-        for call in calls:
-            id_, call_name, arguments = call.id, call.name, call.arguments
-            if call.__class__ is not _ToolCall or id_.__class__ is not str or call_name.__class__ is not str or arguments.__class__ is not str:
-                return _json(message)
-            texts.append(f'{{"id":{_string(id_)},"name":{_string(call_name)},"arguments":{_string(arguments)}}}')
-        listed = "[" + ",".join(texts) + "]"
-    return (
-        f'{{"role":{_string(role)},"content":{_string(content)},"tool_calls":{listed},'
-        f'"tool_call_id":{"null" if call_id is None else _string(call_id)},"name":{"null" if name is None else _string(name)},'
-        f'"is_error":{"true" if error else "false"},"thinking":[],"parts":[]}}'
-    )
-
-
 def message_text(message: bandoneon.Message) -> str:
-    return _MESSAGE + message_json(message) + "}"
+    return _MESSAGE + _json(message) + "}"
 
 
 def usage_text(usage: bandoneon.Usage) -> str:
@@ -206,7 +168,7 @@ def frame_batch(messages: Iterable[bandoneon.Message] = (), usage: bandoneon.Usa
     (``b"".join(frame(r) for r in batch)``, written straight from the values)."""
     lines = [CLEAR_LINE] if clear else []
     for message in messages:
-        body = (_MESSAGE + message_json(message) + "}").encode()
+        body = (_MESSAGE + _json(message) + "}").encode()
         lines.append(b"%s\t%08x\n" % (body, _crc32(body)))
     if usage is not None:
         body = (_USAGE + _json(usage) + "}").encode()
