@@ -195,7 +195,7 @@ class Sessions(bandoneon.Plugin):
         called only for a call no other plugin refused or answered, so one that will run."""
         written = self._written
         transcript = run.transcript
-        if written.count == len(transcript) and written.last is transcript[-1] and written.resets == run.agent.history_resets:  # an earlier call of this turn wrote them
+        if written.holds(transcript, run.agent.history_resets):  # an earlier call of this turn wrote them
             return None
         waiting = self._flush(run, sync=self.durability == "turn")
         if waiting is not None:
@@ -219,7 +219,7 @@ class Sessions(bandoneon.Plugin):
         ``"os"``, which has no ``after_turn``, its calls are written first, then the result."""
         written = self._written
         transcript = run.transcript  # the turn's calls, until its last result is ready
-        if written.count != len(transcript) or written.last is not transcript[-1] or written.resets != run.agent.history_resets:
+        if not written.holds(transcript, run.agent.history_resets):
             if self.durability != "os":
                 return
             self._flush(run, sync=False)  # unsynced: never waits
@@ -393,6 +393,11 @@ class _Written:
         #: The plugin's use of the worker threads (``threads.acquire``), once a flush waited on
         #: one: its finalizer releases it when the plugin is closed or garbage-collected.
         self.worker: weakref.finalize | None = None
+
+    def holds(self, transcript: list[bandoneon.Message], resets: int) -> bool:
+        """Whether all of ``transcript`` (not empty) is written: as many messages, ending with
+        the same one, and no replacement of the history since (``Agent.history_resets``)."""
+        return self.count == len(transcript) and self.last is transcript[-1] and self.resets == resets
 
     def mark(self, transcript: list[bandoneon.Message], resets: int) -> None:
         self.count = len(transcript)
