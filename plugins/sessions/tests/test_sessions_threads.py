@@ -208,3 +208,63 @@ def test_a_worker_that_cannot_start_is_an_error_for_the_caller_not_a_wait_foreve
             threads.release()
 
     asyncio.run(main())
+
+
+class HeldDisk(FaultyDisk):
+    """A disk whose first write on a worker thread waits until ``release`` is set: a flush
+    still under way when the run that waited for it is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__(at_byte=10**12)
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, fd: int, data: bytes) -> int:
+        if threading.current_thread().name == "bandoneon-sessions-flush" and not self.holding.is_set():
+            self.holding.set()
+            assert self.release.wait(30), "the held write was never released"
+        return super().write(fd, data)
+
+
+async def held_then_cancelled(agent: bandoneon.Agent, disk: HeldDisk) -> asyncio.Future[bandoneon.RunResult]:
+    """A run of ``agent`` cancelled while its first flush is held on a worker; the held write
+    goes on in its own time (whatever the session does next must come after it)."""
+    run = asyncio.ensure_future(agent.run("Weigh it."))
+    while not disk.holding.is_set():
+        await asyncio.sleep(0.001)
+    threading.Timer(0.3, disk.release.set).start()
+    run.cancel()
+    return run
+
+
+@pytest.mark.parametrize("durability", ["turn", "run"])
+def test_a_run_cancelled_while_its_flush_is_on_a_worker_leaves_the_next_writes_after_it(tmp_path, every_flush_on_a_worker, durability):
+    store = JsonlStore(tmp_path)
+    agent = bandoneon.Agent(model(), tools=[weigh], plugins=[Sessions(session_id="s-1", store=store, durability=durability)], context_files=False)
+
+    async def main() -> None:
+        with HeldDisk() as disk:
+            run = await held_then_cancelled(agent, disk)
+            with pytest.raises(asyncio.CancelledError):
+                await run  # its own last flush waits for the held one
+            await agent.run("Again.")
+
+    asyncio.run(main())
+    agent.close()
+    assert list(store.load("s-1").messages) == agent.messages  # every message, in the history's order
+
+
+def test_closing_while_a_cancelled_runs_flush_is_on_a_worker_waits_for_that_write(tmp_path, every_flush_on_a_worker):
+    store = JsonlStore(tmp_path)
+    agent = bandoneon.Agent(model(), tools=[weigh], plugins=[Sessions(session_id="s-1", store=store)], context_files=False)
+
+    async def main() -> None:
+        with HeldDisk() as disk:
+            run = await held_then_cancelled(agent, disk)
+            await agent.aclose()  # before the cancelled run got to its last flush
+            assert disk.release.is_set()
+            await asyncio.gather(run, return_exceptions=True)
+
+    asyncio.run(main())
+    # The held batch, whole (the loader answers the call it holds no result for).
+    assert list(store.load("s-1").messages)[:2] == agent.messages[:2]

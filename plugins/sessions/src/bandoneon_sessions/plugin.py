@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import uuid
 import warnings
 import weakref
@@ -229,10 +230,11 @@ class Sessions(bandoneon.Plugin):
         written.early.add(result.call.id)
         written.unsynced = True
         try:
-            if written.redacts:  # masked as a message, like every other record
-                writer.append(run.agent.redact([result.to_message()]), sync=False)
-            else:
-                writer.append_result(result)
+            with written.on_worker:
+                if written.redacts:  # masked as a message, like every other record
+                    writer.append(run.agent.redact([result.to_message()]), sync=False)
+                else:
+                    writer.append_result(result)
         except (OSError, SessionError) as exc:
             log.warning("session %r: the result of %s could not be written yet (%s); it goes with the next write", self.session_id, result.call.name, exc)
 
@@ -289,6 +291,8 @@ class Sessions(bandoneon.Plugin):
         if writer is None:
             raise self._closed()
         written = self._written
+        if written.in_flight is not None:  # left by a cancelled run: this flush goes after it
+            return self._flush_after(written.in_flight, run, sync=sync, usage=usage, only_if_needed=only_if_needed)
         transcript = run.transcript
         count = written.count
         resets = run.agent.history_resets
@@ -316,7 +320,8 @@ class Sessions(bandoneon.Plugin):
         if sync and not self._sync_on_loop(writer):
             return self._flush_on_thread(writer, masked, usage=usage, clear=bool(replaced))
         # A buffered write, or a fast flush, costs less than the hop to a thread.
-        writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
+        with written.on_worker:
+            writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
         written.unsynced = not sync and (written.unsynced or bool(new))
         return None
 
@@ -325,8 +330,30 @@ class Sessions(bandoneon.Plugin):
         if written.worker is None:  # a use of the workers, held until this plugin is closed or collected
             threads.acquire()
             written.worker = weakref.finalize(self, threads.release)
-        await threads.run(asyncio.get_running_loop(), _append_synced, writer, masked, usage, clear)
+        on_worker = written.on_worker
+        on_worker.acquire()  # free: a flush waits for the one a cancelled run left (_flush_after)
+        job = threads.run(asyncio.get_running_loop(), _append_synced, on_worker, writer, masked, usage, clear)
+        if job.done():  # no worker could take it (run sets the error at once): it will never run
+            on_worker.release()
+        try:
+            await asyncio.shield(job)  # cancelled, this run leaves the job going: see _flush_after
+        except asyncio.CancelledError:
+            if not job.done():
+                written.in_flight = job
+                job.add_done_callback(_outcome_taken)
+            raise
         written.unsynced = False  # only once it is on disk: a failed flush is tried again, synced
+
+    async def _flush_after(self, in_flight: asyncio.Future[None], run: bandoneon.RunContext, **flush: Any) -> None:
+        """``_flush`` once the write a cancelled run left on a worker has ended, so batches reach
+        the file in order. Its failure was that run's: the batch stayed with the writer, and
+        goes first into this flush."""
+        await asyncio.wait((in_flight,))  # cancelled itself, this leaves in_flight going too
+        if self._written.in_flight is in_flight:
+            self._written.in_flight = None
+        waiting = self._flush(run, **flush)
+        if waiting is not None:
+            await waiting
 
     @staticmethod
     def _sync_on_loop(writer: SessionWriter) -> bool:
@@ -351,7 +378,8 @@ class Sessions(bandoneon.Plugin):
         if worker is not None:
             worker()  # the workers stop with their last user
         if self._writer is not None:
-            self._writer.close()
+            with self._written.on_worker:  # a cancelled run's flush may still be writing
+                self._writer.close()
             self._writer = None
         if self._lock is not None:
             self._lock.release()
@@ -377,7 +405,7 @@ class _Written:
     """How much of the agent's transcript is in the session. Plain slots, not attrs fields:
     updated several times a turn, where an attrs ``__setattr__`` would cost more than the write."""
 
-    __slots__ = ("ahead", "count", "early", "last", "redacts", "resets", "unsynced", "worker", "writing")
+    __slots__ = ("ahead", "count", "early", "in_flight", "last", "on_worker", "redacts", "resets", "unsynced", "worker", "writing")
 
     def __init__(self) -> None:
         self.count = 0  # the transcript's first messages written
@@ -393,6 +421,14 @@ class _Written:
         #: The plugin's use of the worker threads (``threads.acquire``), once a flush waited on
         #: one: its finalizer releases it when the plugin is closed or garbage-collected.
         self.worker: weakref.finalize | None = None
+        #: A run cancelled while its flush waited on a worker leaves that write going
+        #: (``in_flight``, until the loop hears it ended), and the session's next write must
+        #: come after it, or batches would reach the file out of order (or a closed file). The
+        #: next flush awaits it; what cannot await (a result written as its call finished,
+        #: ``close``) waits on ``on_worker``, held from a flush's hand-over to a worker until
+        #: its write ended: free otherwise, as each flush is awaited before the next save.
+        self.in_flight: asyncio.Future[None] | None = None
+        self.on_worker = threading.Lock()
 
     def holds(self, transcript: list[bandoneon.Message], resets: int) -> bool:
         """Whether all of ``transcript`` (not empty) is written: as many messages, ending with
@@ -405,9 +441,19 @@ class _Written:
         self.last = transcript[-1] if transcript else None
 
 
-def _append_synced(writer: SessionWriter, masked: list[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> None:
-    """A synced append, as a worker thread runs it."""
-    writer.append(masked, usage=usage, clear=clear, sync=True)
+def _append_synced(on_worker: threading.Lock, writer: SessionWriter, masked: list[bandoneon.Message], usage: bandoneon.Usage | None, clear: bool) -> None:
+    """A synced append, as a worker thread runs it (``on_worker`` is released when it ended)."""
+    try:
+        writer.append(masked, usage=usage, clear=clear, sync=True)
+    finally:
+        on_worker.release()
+
+
+def _outcome_taken(job: asyncio.Future[None]) -> None:
+    """Take the outcome of a write whose run was cancelled (an error is the next flush's to
+    meet again), so asyncio does not log it as never retrieved."""
+    if not job.cancelled():
+        job.exception()
 
 
 def _without_early(new: list[bandoneon.Message], early: set[str]) -> list[bandoneon.Message]:
