@@ -1,0 +1,84 @@
+"""A run cancelled at any step, with every installed plugin active (and the example policy pack
+when the suite runs with it): the agent is not wedged, its history stays well formed (every
+tool call answered once, in order), and the plugins that keep state agree with it after the
+next run: the session holds the history, the trace of each run is whole."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import bandoneon
+import pytest
+from bandoneon.testing import FunctionModel, call
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+#: Plugins that need a deployment or options to be switched on at all (a memory scope).
+NEEDS_OPTIONS = {"memory"}
+
+
+@bandoneon.tool
+async def weigh(grams: int) -> str:
+    """Weigh a bag of coffee."""
+    for _ in range(3):  # a few steps of the loop: a cancellation may land inside the tool
+        await asyncio.sleep(0)
+    return f"{grams} g"
+
+
+async def answer(request: bandoneon.ModelRequest) -> bandoneon.Message:
+    await asyncio.sleep(0)
+    if request.messages[-1].role == "user":
+        return call("weigh", grams=len(request.messages))
+    return bandoneon.Message.assistant("Done.")
+
+
+def every_installed_plugin(sessions_folder) -> dict[str, dict[str, str] | None]:
+    """Every installed plugin by name, with its defaults, but the session's id and folder."""
+    names = sorted(set(bandoneon.installed_plugins()) - NEEDS_OPTIONS)
+    if "sessions" not in names or "tracing" not in names:
+        pytest.skip("needs the sessions and tracing plugins installed")
+    return {name: {"session_id": "s-1", "path": str(sessions_folder)} if name == "sessions" else None for name in names}
+
+
+def well_formed(messages: list[bandoneon.Message]) -> bool:
+    """Every tool call answered exactly once, by a result that follows it."""
+    open_calls: set[str] = set()
+    answered: Counter[str] = Counter()
+    for message in messages:
+        if message.role == "assistant":
+            open_calls |= {c.id for c in message.tool_calls}
+        elif message.role == "tool":
+            if message.tool_call_id not in open_calls:
+                return False
+            open_calls.discard(message.tool_call_id)
+            answered[message.tool_call_id] += 1
+    return not open_calls and all(count == 1 for count in answered.values())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.integers(0, 60))
+def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tmp_path_factory, steps):
+    folder = tmp_path_factory.mktemp("composed")
+    agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
+    tracing = agent.plugin("tracing")
+
+    async def main() -> bandoneon.RunResult:
+        await agent.run("Weigh the first bag.")
+        cancelled = asyncio.ensure_future(agent.run("Weigh the second bag."))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        result = await agent.run("Weigh the third bag.")
+        await agent.aclose()
+        return result
+
+    result = asyncio.run(main())
+    assert result.ok and result.output == "Done."
+    assert well_formed(agent.messages)
+    from bandoneon_sessions import JsonlStore
+
+    assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.messages
+    roots = [trace[0] for trace in tracing.traces]
+    assert len(roots) >= 2 and all(span.end is not None for trace in tracing.traces for span in trace)
