@@ -1,7 +1,8 @@
-"""A run cancelled at any step, with every installed plugin active (and the example policy pack
-when the suite runs with it): the agent is not wedged, its history stays well formed (every
-tool call answered once, in order), and the plugins that keep state agree with it after the
-next run: the session holds the history, the trace of each run is whole."""
+"""Every installed plugin active at once (and the example policy pack when the suite runs with
+it), under what users do to agents: a run cancelled at any step, agents on several threads.
+The agents keep working, their histories stay well formed (every tool call answered once, in
+order), and the plugins that keep state agree with them: each session holds its history, each
+trace is whole."""
 
 from __future__ import annotations
 
@@ -82,3 +83,39 @@ def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tm
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.messages
     roots = [trace[0] for trace in tracing.traces]
     assert len(roots) >= 2 and all(span.end is not None for trace in tracing.traces for span in trace)
+
+
+def test_agents_with_every_plugin_on_threads_of_their_own_do_not_disturb_each_other(tmp_path):
+    """Plugins share state across agents (caches, the trace writer, the session workers): agents
+    on several threads at once, each with every installed plugin, each get their own answers."""
+    import threading
+
+    from bandoneon_sessions import JsonlStore
+
+    errors: list[BaseException] = []
+    histories: dict[int, list[bandoneon.Message]] = {}
+
+    def work(number: int) -> None:
+        try:
+            plugins = every_installed_plugin(tmp_path / "sessions")
+            plugins["sessions"] = {"session_id": f"s-{number}", "path": str(tmp_path / "sessions")}
+            agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=plugins, context_files=False, cwd=tmp_path)
+            for run in range(4):
+                result = agent.run_sync(f"Weigh bag {run} of worker {number}.")
+                assert result.ok and result.output == "Done."
+            histories[number] = agent.messages
+            agent.close()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert not any(w.is_alive() for w in workers), "an agent never finished"
+    assert errors == []
+    store = JsonlStore(tmp_path / "sessions")
+    for number, history in histories.items():
+        assert [m.content for m in history if m.role == "user"] == [f"Weigh bag {run} of worker {number}." for run in range(4)]
+        assert list(store.load(f"s-{number}").messages) == history
