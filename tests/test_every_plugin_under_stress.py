@@ -34,12 +34,13 @@ async def answer(request: bandoneon.ModelRequest) -> bandoneon.Message:
     return bandoneon.Message.assistant("Done.")
 
 
-def every_installed_plugin(sessions_folder) -> dict[str, dict[str, str] | None]:
-    """Every installed plugin by name, with its defaults, but the session's id and folder."""
+def every_installed_plugin(sessions_folder, **session_options: str) -> dict[str, dict[str, str] | None]:
+    """Every installed plugin by name, with its defaults, but the session's (a folder, an id)."""
     names = sorted(set(bandoneon.installed_plugins()) - NEEDS_OPTIONS)
     if "sessions" not in names or "tracing" not in names:
         pytest.skip("needs the sessions and tracing plugins installed")
-    return {name: {"session_id": "s-1", "path": str(sessions_folder)} if name == "sessions" else None for name in names}
+    sessions = {"session_id": "s-1", "path": str(sessions_folder), **session_options}
+    return {name: sessions if name == "sessions" else None for name in names}
 
 
 def well_formed(messages: list[bandoneon.Message]) -> bool:
@@ -57,11 +58,17 @@ def well_formed(messages: list[bandoneon.Message]) -> bool:
     return not open_calls and all(count == 1 for count in answered.values())
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.integers(0, 60))
-def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tmp_path_factory, steps):
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.integers(0, 60), durability=st.sampled_from(["turn", "run", "os"]), on_worker=st.booleans())
+def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tmp_path_factory, monkeypatch, steps, durability, on_worker):
+    """Cancelled while the model answers, a tool runs, or a session's flush waits on the disk or
+    on one of its worker threads (a slow disk: ``INLINE_SYNC_LIMIT`` 0), in each durability mode."""
+    import bandoneon_sessions.plugin
+
+    monkeypatch.setattr(bandoneon_sessions.plugin, "INLINE_SYNC_LIMIT", 0.0 if on_worker else 1e9)
     folder = tmp_path_factory.mktemp("composed")
-    agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
+    plugins = every_installed_plugin(folder / "sessions", durability=durability)
+    agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=plugins, context_files=False, cwd=folder)
     tracing = agent.plugin("tracing")
 
     async def main() -> bandoneon.RunResult:
@@ -97,8 +104,7 @@ def test_agents_with_every_plugin_on_threads_of_their_own_do_not_disturb_each_ot
 
     def work(number: int) -> None:
         try:
-            plugins = every_installed_plugin(tmp_path / "sessions")
-            plugins["sessions"] = {"session_id": f"s-{number}", "path": str(tmp_path / "sessions")}
+            plugins = every_installed_plugin(tmp_path / "sessions", session_id=f"s-{number}")
             agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=plugins, context_files=False, cwd=tmp_path)
             for run in range(4):
                 result = agent.run_sync(f"Weigh bag {run} of worker {number}.")
