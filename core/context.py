@@ -108,10 +108,22 @@ class RunContext:
         self.transcript.append(message)
 
     async def call_model(self, request: ModelRequest) -> ModelReply:
-        """One model call with this run's provider and retry policy; its usage is counted."""
+        """One model call for a plugin (a summary, a wrap-up), with this run's provider, retry
+        policy and fallbacks; its usage is counted. Listeners see its ``provider_request``
+        (``side=True``) and then a ``side_call_end`` with the reply or the error, so a trace
+        closes the span it opened for it."""
+        from .events import SideCallEnd
         from .loop import call_model
 
-        return await call_model(self, request)
+        try:
+            reply = await call_model(self, request, side=True)
+        except Exception as exc:
+            if self.wants_events and (delivering := self._emit(self, SideCallEnd(self.run_id, self.turn, None, None, None, NO_USAGE, str(exc) or type(exc).__name__))) is not None:
+                await delivering
+            raise
+        if self.wants_events and (delivering := self._emit(self, SideCallEnd(self.run_id, self.turn, reply.message, reply.finish_reason, reply.model, reply.usage))) is not None:
+            await delivering
+        return reply
 
     @property
     def depth(self) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "ProviderRetry",
     "RunEnd",
     "RunStart",
+    "SideCallEnd",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallDelta",
@@ -78,10 +79,30 @@ class TurnStart(Event):
 
 @attrs.frozen(eq=False, slots=False)
 class ProviderRequest(Event):
+    """A request goes to the model (``attempt`` > 1: again, after a retry). ``side``: a call a
+    plugin makes for the run (``RunContext.call_model``: a summary, a wrap-up), whose end is a
+    ``SideCallEnd``; a turn's call ends with its ``AssistantMessage``."""
+
     name: ClassVar[str] = "provider_request"
     turn: int
     request: ModelRequest
     attempt: int = 1
+    side: bool = False
+
+
+@attrs.frozen(eq=False, slots=False)
+class SideCallEnd(Event):
+    """A side call (``RunContext.call_model``) ended: its reply's ``message``, ``finish_reason``,
+    ``model`` and ``usage``, or the ``error`` it failed with (then the others are None, the
+    usage empty). Never in the history: the plugin that asked decides what becomes of it."""
+
+    name: ClassVar[str] = "side_call_end"
+    turn: int
+    message: Message | None
+    finish_reason: str | None
+    model: str | None
+    usage: Usage
+    error: str | None = None
 
 
 @attrs.frozen(eq=False, slots=False)

@@ -329,14 +329,15 @@ async def _build_request(run: RunContext) -> ModelRequest:
     return request
 
 
-async def call_model(run: RunContext, request: ModelRequest) -> ModelReply:
-    """Call the provider, retrying as the ``retry_delay`` hook says; count the usage."""
+async def call_model(run: RunContext, request: ModelRequest, *, side: bool = False) -> ModelReply:
+    """Call the provider, retrying as the ``retry_delay`` hook says; count the usage.
+    ``side``: a plugin's call for the run, not a turn's (``RunContext.call_model``)."""
     agent = run.agent
     hooks = agent.hooks
     attempt = 0
     while True:
         attempt += 1
-        if run.wants_events and (delivering := run._emit(run, ProviderRequest(run.run_id, run.turn, request, attempt))) is not None:
+        if run.wants_events and (delivering := run._emit(run, ProviderRequest(run.run_id, run.turn, request, attempt, side))) is not None:
             await delivering
         streamed = DeltaForwarder(run) if request.stream else None
         try:

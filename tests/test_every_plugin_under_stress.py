@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from typing import Any
 
 import bandoneon
 import pytest
@@ -29,12 +30,14 @@ async def weigh(grams: int) -> str:
 
 async def answer(request: bandoneon.ModelRequest) -> bandoneon.Message:
     await asyncio.sleep(0)
+    if not request.tools:  # compaction asking for a summary of what it drops
+        return bandoneon.Message.assistant("Summary: bags weighed.")
     if request.messages[-1].role == "user":
         return call("weigh", grams=len(request.messages))
     return bandoneon.Message.assistant("Done.")
 
 
-def every_installed_plugin(sessions_folder, **session_options: str) -> dict[str, dict[str, str] | None]:
+def every_installed_plugin(sessions_folder, **session_options: str) -> dict[str, dict[str, Any] | None]:
     """Every installed plugin by name, with its defaults, but the session's (a folder, an id)."""
     names = sorted(set(bandoneon.installed_plugins()) - NEEDS_OPTIONS)
     if "sessions" not in names or "tracing" not in names:
@@ -59,26 +62,29 @@ def well_formed(messages: list[bandoneon.Message]) -> bool:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.integers(0, 60), durability=st.sampled_from(["turn", "run", "os"]), on_worker=st.booleans())
-def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tmp_path_factory, monkeypatch, steps, durability, on_worker):
-    """Cancelled while the model answers, a tool runs, or a session's flush waits on the disk or
-    on one of its worker threads (a slow disk: ``INLINE_SYNC_LIMIT`` 0), in each durability mode."""
+@given(before=st.integers(1, 3), steps=st.integers(0, 80), durability=st.sampled_from(["turn", "run", "os"]), on_worker=st.booleans())
+def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tmp_path_factory, monkeypatch, before, steps, durability, on_worker):
+    """Cancelled while the model answers, a tool runs, compaction summarises (a window that the
+    history outgrows by the third run), or a session's flush waits on the disk or on one of its
+    worker threads (a slow disk: ``INLINE_SYNC_LIMIT`` 0), in each durability mode."""
     import bandoneon_sessions.plugin
 
     monkeypatch.setattr(bandoneon_sessions.plugin, "INLINE_SYNC_LIMIT", 0.0 if on_worker else 1e9)
     folder = tmp_path_factory.mktemp("composed")
     plugins = every_installed_plugin(folder / "sessions", durability=durability)
+    plugins["compaction"] = {"window": 1500, "summarize": True, "keep_recent_turns": 1}
     agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=plugins, context_files=False, cwd=folder)
     tracing = agent.plugin("tracing")
 
     async def main() -> bandoneon.RunResult:
-        await agent.run("Weigh the first bag.")
-        cancelled = asyncio.ensure_future(agent.run("Weigh the second bag."))
+        for number in range(before):
+            await agent.run(f"Weigh bag {number}.")
+        cancelled = asyncio.ensure_future(agent.run("Weigh the bag to cancel."))
         for _ in range(steps):
             await asyncio.sleep(0)
         cancelled.cancel()
         await asyncio.gather(cancelled, return_exceptions=True)
-        result = await agent.run("Weigh the third bag.")
+        result = await agent.run("Weigh the last bag.")
         await agent.aclose()
         return result
 
@@ -87,7 +93,7 @@ def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tm
     assert well_formed(agent.messages)
     from bandoneon_sessions import JsonlStore
 
-    assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.messages
+    assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript  # every message, compacted or not
     roots = [trace[0] for trace in tracing.traces]
     assert len(roots) >= 2 and all(span.end is not None for trace in tracing.traces for span in trace)
 

@@ -490,3 +490,37 @@ def test_a_tool_that_needs_approval_is_refused_when_nobody_can_approve(bare_agen
     bare_agent(model, tools=[drop_claw]).run_sync("drop it")
     told = model.requests[1].messages[-1]
     assert ran == [] and told.is_error and "needs a person's approval" in told.content
+
+
+def test_a_side_call_is_announced_as_a_request_marked_side_then_its_end(bare_agent):
+    """``run.call_model`` (a plugin's summary, a wrap-up): listeners see its request, marked
+    ``side``, and a ``side_call_end`` with its outcome, so whoever opened something for the
+    request (a trace's span) can close it; a failure's end carries the error."""
+
+    class AsksOnTheSide(bandoneon.Plugin):
+        name = "asks-on-the-side"
+
+        @bandoneon.hookimpl
+        async def before_turn(self, run: bandoneon.RunContext) -> None:
+            for _ in range(2):
+                try:
+                    await run.call_model(bandoneon.ModelRequest(messages=(bandoneon.Message.user("Side question"),)))
+                except bandoneon.AuthError:
+                    pass
+
+    agent = bare_agent(ScriptedModel("Side answer.", bandoneon.AuthError("401 bad key"), "The answer."), plugins=[AsksOnTheSide()])
+    seen: list[bandoneon.Event] = []
+    for name in ("provider_request", "side_call_end", "assistant_message"):
+        agent.on(name, seen.append)
+    assert agent.run_sync("Question").text == "The answer."
+    assert [(e.name, getattr(e, "side", None)) for e in seen] == [
+        ("provider_request", True),
+        ("side_call_end", None),
+        ("provider_request", True),
+        ("side_call_end", None),
+        ("provider_request", False),
+        ("assistant_message", None),
+    ]
+    answered, failed = seen[1], seen[3]
+    assert answered.error is None and answered.finish_reason == "stop" and answered.message.content == "Side answer."
+    assert failed.error is not None and "401" in failed.error and failed.message is None

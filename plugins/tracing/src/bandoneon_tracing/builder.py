@@ -190,7 +190,7 @@ def _provider_request(builder: SpanBuilder, run: bandoneon.RunContext, state: Ru
     the run started with."""
     request = event.request
     provider = run.provider
-    return (event.turn, event.attempt, len(request.messages), len(request.tools), None if provider is state.provider else _names(provider))
+    return (event.turn, event.attempt, len(request.messages), len(request.tools), None if provider is state.provider else _names(provider), event.side)
 
 
 def _tool_start(builder: SpanBuilder, run: bandoneon.RunContext, state: RunTrace, event: bandoneon.ToolStart) -> bandoneon.ToolStart:

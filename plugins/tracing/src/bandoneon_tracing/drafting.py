@@ -75,13 +75,15 @@ class _Spans:
     """One run's spans while its events are replayed: the open ones and every tool call's (by
     call id; an open one has no ``end``)."""
 
-    __slots__ = ("model_span", "response_model", "run", "run_span", "tools", "turn_span", "turn_spans")
+    __slots__ = ("model_span", "response_model", "run", "run_span", "tools", "turn_model_span", "turn_span", "turn_spans")
 
     def __init__(self, run: RunFacts):
         self.run = run
         self.run_span: Draft
         self.turn_span: Draft | None = None
         self.model_span: Draft | None = None
+        #: The turn's model span while a side call's is ``model_span`` (its usage comes later).
+        self.turn_model_span: Draft | None = None
         self.response_model: str | None = None
         self.tools: dict[str, Draft] = {}
         self.turn_spans: dict[int, Draft] = {}
@@ -218,28 +220,26 @@ def _model(run: RunFacts, names: Names) -> str | None:
     return run.model if names is None else names[0]
 
 
-def _on_provider_request(replay: _Replay, spans: _Spans, time: float, facts: tuple[int, int, int, int, Names]) -> None:
-    turn, attempt, messages, tools_offered, names = facts
+def _on_provider_request(replay: _Replay, spans: _Spans, time: float, facts: tuple[int, int, int, int, Names, bool]) -> None:
+    turn, attempt, messages, tools_offered, names, side = facts
     model, provider_name = (spans.run.model, spans.run.provider_name) if names is None else names
     if attempt > 1 and spans.model_span is not None and spans.model_span.end is None:
         spans.model_span.add_event("attempt", time, {"bandoneon.attempt": attempt})
         return
-    spans.response_model = None
+    attributes = {
+        "gen_ai.request.model": model,
+        "gen_ai.provider.name": provider_name,
+        "bandoneon.turn": turn,
+        "bandoneon.messages": messages,
+        "bandoneon.tools_offered": tools_offered,
+    }
+    if side:  # a plugin's call for the run (a summary, a wrap-up): it ends with side_call_end
+        attributes["bandoneon.side_call"] = True
+        spans.turn_model_span = spans.model_span
+    else:
+        spans.response_model = None
     parent = spans.turn_span if spans.turn_span is not None and spans.turn_span.end is None else spans.run_span
-    spans.model_span = replay.open(
-        spans,
-        "model",
-        model,
-        parent,
-        time,
-        {
-            "gen_ai.request.model": model,
-            "gen_ai.provider.name": provider_name,
-            "bandoneon.turn": turn,
-            "bandoneon.messages": messages,
-            "bandoneon.tools_offered": tools_offered,
-        },
-    )
+    spans.model_span = replay.open(spans, "model", model, parent, time, attributes)
 
 
 def _on_model_fallback(replay: _Replay, spans: _Spans, time: float, event: bandoneon.ModelFallback) -> None:
@@ -264,10 +264,28 @@ def _on_assistant_message(replay: _Replay, spans: _Spans, time: float, event: ba
     if draft is None:
         return
     spans.response_model = event.model
-    message = event.message
+    _replied(replay, draft, time, event.message, event.finish_reason, event.model)
+
+
+def _on_side_call_end(replay: _Replay, spans: _Spans, time: float, event: bandoneon.SideCallEnd) -> None:
+    """A side call's span ends with its reply (its own usage and cost) or its error; the turn's
+    model span is the current one again."""
+    draft = spans.model_span
+    if draft is None or draft.end is not None:
+        return
+    if event.message is None:
+        _close(draft, time, event.error or "the call failed")
+    else:
+        draft.usage = (event.usage, replay.cost(event.usage, draft.attributes["gen_ai.request.model"], answered_by=event.model))
+        _replied(replay, draft, time, event.message, event.finish_reason, event.model)
+    spans.model_span, spans.turn_model_span = spans.turn_model_span, None
+
+
+def _replied(replay: _Replay, draft: Draft, time: float, message: bandoneon.Message, finish_reason: str | None, model: str | None) -> None:
+    """What a model call answered, on its span, which ends there."""
     attributes = draft.attributes
-    attributes["gen_ai.response.model"] = event.model
-    attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]
+    attributes["gen_ai.response.model"] = model
+    attributes["gen_ai.response.finish_reasons"] = [finish_reason]
     if message.tool_calls:
         attributes["bandoneon.tool_calls"] = [call.name for call in message.tool_calls]
     if message.content:
@@ -276,7 +294,7 @@ def _on_assistant_message(replay: _Replay, spans: _Spans, time: float, event: ba
     # thinking); redacted blocks are opaque and are not shown.
     if message.thinking and (thinking := _thinking_text(message)):
         attributes["bandoneon.thinking"] = replay.content(thinking)
-    _close(draft, time, f"the reply was cut off (finish_reason={event.finish_reason})" if event.finish_reason == "length" else None)
+    _close(draft, time, f"the reply was cut off (finish_reason={finish_reason})" if finish_reason == "length" else None)
 
 
 def _on_tool_start(replay: _Replay, spans: _Spans, time: float, event: bandoneon.ToolStart) -> None:
