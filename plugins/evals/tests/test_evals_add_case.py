@@ -207,3 +207,28 @@ def test_a_replay_that_needs_more_replies_than_recorded_says_so(tmp_path):
     with pytest.raises(ReplayMismatch, match="reply #2; the recorded run had 1"):
         agent.run_sync(case.input)
     assert agent.messages[-1].role == "tool"  # the history stays valid
+
+
+class AsksOnTheSide(bandoneon.Plugin):
+    """Before each model call of the second turn, asks the model something of its own."""
+
+    name = "asks-on-the-side"
+
+    @bandoneon.hookimpl
+    async def before_provider_call(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest) -> bandoneon.ModelRequest:
+        if run.turn == 2:
+            await run.call_model(bandoneon.ModelRequest(messages=(bandoneon.Message.user("How windy is it?"),)))
+        return request
+
+
+def test_a_plugins_side_call_in_the_trace_is_not_replayed_as_a_turns_reply(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    model = ScriptedModel(call("weather", city="Lima"), "Calm.", "Lima: 22°C, sunny.")
+    agent = bandoneon.Agent(model, tools=[weather, units], plugins=[Tracing(jsonl=str(trace)), AsksOnTheSide()], context_files=False)
+    assert agent.run_sync("Weather in Lima?").text == "Lima: 22°C, sunny."
+    agent.close()
+    case = add_case(trace, tmp_path / "d.jsonl", expect={"tool_errors": 0})
+    first, second = case.metadata["replies"]  # the turns' replies only, in order
+    assert first["message"]["tool_calls"][0]["name"] == "weather" and second["message"]["content"] == "Lima: 22°C, sunny."
+    assert case.metadata["outcome"]["text"] == "Lima: 22°C, sunny."
+    assert evaluate([case], replaying(weather), [tool_errors()], progress=False).pass_rate == 1.0

@@ -245,7 +245,10 @@ def _descendants(root: dict[str, Any], children: dict[str, list[dict[str, Any]]]
 
 
 def _replies_of(run: dict[str, Any], children: dict[str, list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The model's replies, in order: each model span's text with the tool calls of its turn."""
+    """The model's replies, in order: each model span's text with the tool calls of its turn.
+    A plugin's side call (``bandoneon.side_call``: a summary, a wrap-up) is not one of them: a
+    replay answers the run's turns, and the plugins that made the side calls are the replaying
+    agent's to switch on or off."""
     replies: list[dict[str, Any]] = []
     warnings: list[str] = []
     turns = sorted((s for s in children.get(run["span_id"], ()) if s["kind"] == "turn"), key=lambda s: s["start"])
@@ -255,6 +258,8 @@ def _replies_of(run: dict[str, Any], children: dict[str, list[dict[str, Any]]]) 
             attributes = model.get("attributes") or {}
             if model.get("status") == "error" and "gen_ai.response.model" not in attributes:
                 continue  # the call failed: there is no reply to replay
+            if attributes.get("bandoneon.side_call"):
+                continue
             names = list(attributes.get("bandoneon.tool_calls") or ())
             calls = []
             for tool in (s for s in inside if s["kind"] == "tool"):
