@@ -12,7 +12,7 @@ from typing import Any
 
 import bandoneon
 import pytest
-from bandoneon.testing import FunctionModel, call
+from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +131,43 @@ def test_agents_with_every_plugin_on_threads_of_their_own_do_not_disturb_each_ot
     for number, history in histories.items():
         assert [m.content for m in history if m.role == "user"] == [f"Weigh bag {run} of worker {number}." for run in range(4)]
         assert list(store.load(f"s-{number}").messages) == history
+
+
+#: What a model may ask of an agent with every plugin: each plugin's tools with good, wrong and
+#: broken arguments, tools that do not exist. (Not run_code, which starts a sandbox per call,
+#: nor ask_human, which waits for a person: each has tests of its own.)
+_CALL_ARGUMENTS = st.one_of(
+    st.builds(lambda grams: ("weigh", {"grams": grams}), st.one_of(st.integers(-5, 10**6), st.text(max_size=8), st.none())),
+    st.builds(lambda name: ("load_skill", {"name": name}), st.one_of(st.sampled_from(["allergen-info", "catering-quote"]), st.text(max_size=30))),
+    st.builds(lambda text: ("add_plan_item", {"description": text}), st.text(max_size=60)),
+    st.builds(lambda item, status: ("update_plan_item", {"item": item, "status": status}), st.integers(0, 4), st.sampled_from(["completed", "in_progress", "bogus"])),
+    st.just(("read_progress", {})),
+    st.builds(lambda note: ("write_progress", {"note": note}), st.text(max_size=80)),
+    st.builds(lambda name: (name, {}), st.sampled_from(["no_such_tool", "", "weigh\u202e", "../weigh"])),
+)
+_CALL = st.one_of(
+    _CALL_ARGUMENTS.map(lambda pair: call(pair[0], pair[1])),
+    st.builds(lambda name, raw: call(name, raw), st.sampled_from(["weigh", "add_plan_item", "load_skill"]), st.sampled_from(['{"grams": ', "[]", "null", '{"grams": 1e999}', '"{}"', "{" * 200])),
+)
+_SCRIPT = st.lists(st.lists(_CALL, min_size=1, max_size=3), max_size=4)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=_SCRIPT, answer_text=st.text(max_size=200))
+def test_whatever_tools_the_model_calls_an_agent_with_every_plugin_answers_and_its_records_agree(tmp_path_factory, script, answer_text):
+    folder = tmp_path_factory.mktemp("called")
+    replies = [reply("", *calls) for calls in script] + [reply(answer_text or "Done.")]
+    agent = bandoneon.Agent(ScriptedModel(*replies), tools=[weigh], plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
+    tracing = agent.plugin("tracing")
+    result = agent.run_sync("Weigh the bags and plan the day.")
+    agent.close()
+    # The answer, or a stop rule seeing the same calls again (a policy pack may switch it on).
+    assert result.stop == "end_turn" or (result.stop == "no_progress" and script)
+    assert well_formed(agent.messages)
+    from bandoneon_sessions import JsonlStore
+
+    assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
+    (trace,) = tracing.traces
+    assert all(span.end is not None for span in trace)
+    calls = [c for m in agent.messages for c in m.tool_calls]
+    assert len([s for s in trace if s.kind == "tool"]) == len(calls)  # every call has its span

@@ -243,3 +243,17 @@ def test_a_loaded_history_of_the_same_length_replaces_the_saved_one(tmp_path):
     agent.run_sync("Then?")
     plugin.close()
     assert [m.content for m in store.load("s-1").messages] == ["Elsewhere.", "Yes.", "Then?", "Two."]
+
+
+@pytest.mark.parametrize("durability", ["turn", "run", "os"])
+def test_a_turns_results_come_back_in_the_order_of_its_calls_whichever_finished_first(tmp_path, durability):
+    """A call answered without running (bad arguments) is written before the call that runs,
+    which is earlier in the turn: the file keeps the order they finished in, the loaded
+    history the order of the calls, as the agent's own history has it."""
+    store = JsonlStore(tmp_path)
+    turn = reply("", call("weigh", grams=250), call("weigh", grams="a lot"), call("no_such_tool"))
+    agent, plugin = agent_on(store, ScriptedModel(turn, "Done."), durability)
+    agent.run_sync("Weigh them.")
+    plugin.close()
+    assert list(store.load("s-1").messages) == agent.messages
+    assert store.load("s-1").damage is None

@@ -241,6 +241,7 @@ def replay(session_id: str, lines: Iterable[tuple[str, str | bytes]], *, torn: s
     messages, closed = close_open_calls(messages)
     if closed and damage:
         damage = f"{damage}; {closed} tool call(s) left without a result were answered as interrupted"
+    messages = _in_call_order(messages)
     return LoadedSession(session_id, tuple(messages), usage, created_at, forked_from, damage, valid, 0 if damage else closed, version)
 
 
@@ -287,6 +288,24 @@ def answer_gaps(messages: list[bandoneon.Message]) -> tuple[list[bandoneon.Messa
     if stray:
         parts.append(f"{stray} tool result(s) answering no call were dropped")
     return repaired, "; ".join(parts)
+
+
+def _in_call_order(messages: list[bandoneon.Message]) -> list[bandoneon.Message]:
+    """Each turn's results in the order of its calls, as the agent's history has them. A result
+    is written as its call finishes, so the file has them in the order they finished: a call
+    answered without running (bad arguments, a refusal) before an earlier one that ran."""
+    for index, message in enumerate(messages):
+        if len(message.tool_calls) < 2:
+            continue
+        end = index + 1
+        while end < len(messages) and messages[end].role == "tool":
+            end += 1
+        position = {call.id: number for number, call in enumerate(message.tool_calls)}
+        results = messages[index + 1 : end]
+        ordered = sorted(results, key=lambda result: position.get(result.tool_call_id or "", len(position)))
+        if any(a is not b for a, b in zip(ordered, results, strict=True)):
+            messages = [*messages[: index + 1], *ordered, *messages[end:]]
+    return messages
 
 
 def _interrupted(call: bandoneon.ToolCall) -> bandoneon.Message:
