@@ -167,6 +167,10 @@ def test_whatever_tools_the_model_calls_an_agent_with_every_plugin_answers_and_i
     from bandoneon_sessions import JsonlStore
 
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
+    resumed = bandoneon.Agent(ScriptedModel("Resumed."), tools=[weigh], plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
+    assert resumed.messages == agent.messages  # the same conversation, to go on with
+    assert resumed.run_sync("Go on.").text == "Resumed."
+    resumed.close()
     (trace,) = tracing.traces
     assert all(span.end is not None for span in trace)
     calls = [c for m in agent.messages for c in m.tool_calls]
