@@ -76,6 +76,11 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
     """Authorise the calls in order, run the authorised ones concurrently, answer in call order."""
     hooks = run.agent.hooks
     results: list[ToolResult | None] = [None] * len(calls)
+    # Each result, once final (``_after``), is kept here too: a run that ends before this turn's
+    # results reach the history (cancelled while another call runs) answers each call with its
+    # own result, as stores that took it at ``tool_result_ready`` have it, not "did not run".
+    pending = run.loop_state.pending_results
+    pending.clear()
     to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]] = []
     for index, call in enumerate(calls):
         tool = run.tools.get(call.name)
@@ -107,13 +112,11 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
             results[index] = await _answered(run, ToolResult(call, decision.content, is_error=decision.is_error, arguments=arguments), tool)
         else:
             raise TypeError(f"before_tool_execution must return None, Refuse or Respond, got {decision!r}")
-    pending = run.loop_state.pending_results
-    pending.clear()
     if len(to_run) == 1:
         index, call, tool, arguments = to_run[0]
-        results[index] = await _run_one(run, call, tool, arguments, pending, in_thread=False)
+        results[index] = await _run_one(run, call, tool, arguments, in_thread=False)
     elif to_run:
-        for (index, *_), outcome in zip(to_run, await _run_together(run, to_run, pending), strict=True):
+        for (index, *_), outcome in zip(to_run, await _run_together(run, to_run), strict=True):
             results[index] = outcome
     for finished in results:
         assert finished is not None
@@ -122,7 +125,7 @@ async def run_tools(run: RunContext, calls: tuple[ToolCall, ...]) -> tuple[ToolR
     return tuple(results)  # type: ignore[arg-type]  # every slot is filled (asserted above)
 
 
-async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]], pending: dict[str, ToolResult]) -> list[ToolResult]:
+async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool, dict[str, Any]]]) -> list[ToolResult]:
     """Run several calls at once (sync tools on worker threads, so they overlap too). If one
     fails the run (a hook raised), the others are cancelled before the error goes up."""
     limit = run.agent.max_tool_concurrency
@@ -130,9 +133,9 @@ async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool,
 
     async def bounded(call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
         if semaphore is None:
-            return await _run_one(run, call, tool, arguments, pending, in_thread=True)
+            return await _run_one(run, call, tool, arguments, in_thread=True)
         async with semaphore:
-            return await _run_one(run, call, tool, arguments, pending, in_thread=True)
+            return await _run_one(run, call, tool, arguments, in_thread=True)
 
     tasks = [asyncio.ensure_future(bounded(call, tool, arguments)) for _, call, tool, arguments in to_run]
     try:
@@ -144,9 +147,7 @@ async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool,
         raise
 
 
-async def _run_one(
-    run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], pending: dict[str, ToolResult], *, in_thread: bool
-) -> ToolResult:
+async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], *, in_thread: bool) -> ToolResult:
     """One authorised call: run it (on a worker thread if it is sync and ``in_thread`` or a
     timeout applies), turn failures into error results, pass the result through the hooks."""
     if run.wants_events and (delivering := run._emit(run, ToolStart(run.run_id, call, arguments))) is not None:
@@ -179,7 +180,6 @@ async def _run_one(
         raise ToolAborted(exc) from None
     result = ToolResult(call, content, is_error=is_error, arguments=arguments, duration=time.perf_counter() - started)
     result = await _after(run, result, tool)
-    pending[call.id] = result
     if run.wants_events and (delivering := run._emit(run, ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))) is not None:
         await delivering
     return result
@@ -200,6 +200,7 @@ async def _after(run: RunContext, result: ToolResult, tool: Tool | None) -> Tool
     if hooks.implements(hookspecs.after_tool_execution):
         answer = hooks.callers["after_tool_execution"](run, result.call, tool, result)
         result = await answer if type(answer) is CoroutineType else answer
+    run.loop_state.pending_results[result.call.id] = result
     if hooks.implements(hookspecs.tool_result_ready) and type(ready := hooks.callers["tool_result_ready"](run, result)) is CoroutineType:
         await ready
     return result

@@ -29,19 +29,31 @@ async def weigh(grams: int) -> str:
 
 
 async def answer(request: bandoneon.ModelRequest) -> bandoneon.Message:
+    """Weighs a bag for each request, and has a scout (a subagent, with this same model) weigh
+    another at the same time; then says it is done."""
     await asyncio.sleep(0)
     if not request.tools:  # compaction asking for a summary of what it drops
         return bandoneon.Message.assistant("Summary: bags weighed.")
     if request.messages[-1].role == "user":
-        return call("weigh", grams=len(request.messages))
+        calls = [call("weigh", grams=len(request.messages))]
+        if any(tool.name == "scout" for tool in request.tools):
+            calls.append(call("scout", task="Weigh the bag by the door."))
+        return bandoneon.Message.assistant("", calls)
     return bandoneon.Message.assistant("Done.")
+
+
+def scout(model: bandoneon.Provider | None = None) -> bandoneon.Tool:
+    """A subagent that weighs; on the parent run's model unless given one."""
+    from bandoneon_subagents import subagent
+
+    return subagent("scout", "Weighs a bag somewhere else.", tools=[weigh], max_turns=4, model=model)
 
 
 def every_installed_plugin(sessions_folder, **session_options: str) -> dict[str, dict[str, Any] | None]:
     """Every installed plugin by name, with its defaults, but the session's (a folder, an id)."""
     names = sorted(set(bandoneon.installed_plugins()) - NEEDS_OPTIONS)
-    if "sessions" not in names or "tracing" not in names:
-        pytest.skip("needs the sessions and tracing plugins installed")
+    if not {"sessions", "subagents", "tracing"} <= set(names):
+        pytest.skip("needs the sessions, subagents and tracing plugins installed")
     sessions = {"session_id": "s-1", "path": str(sessions_folder), **session_options}
     return {name: sessions if name == "sessions" else None for name in names}
 
@@ -73,7 +85,7 @@ def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tm
     folder = tmp_path_factory.mktemp("composed")
     plugins = every_installed_plugin(folder / "sessions", durability=durability)
     plugins["compaction"] = {"window": 1500, "summarize": True, "keep_recent_turns": 1}
-    agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=plugins, context_files=False, cwd=folder)
+    agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh, scout()], plugins=plugins, context_files=False, cwd=folder)
     tracing = agent.plugin("tracing")
 
     async def main() -> bandoneon.RunResult:
@@ -111,7 +123,7 @@ def test_agents_with_every_plugin_on_threads_of_their_own_do_not_disturb_each_ot
     def work(number: int) -> None:
         try:
             plugins = every_installed_plugin(tmp_path / "sessions", session_id=f"s-{number}")
-            agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh], plugins=plugins, context_files=False, cwd=tmp_path)
+            agent = bandoneon.Agent(FunctionModel(answer), tools=[weigh, scout()], plugins=plugins, context_files=False, cwd=tmp_path)
             for run in range(4):
                 result = agent.run_sync(f"Weigh bag {run} of worker {number}.")
                 assert result.ok and result.output == "Done."
@@ -143,6 +155,7 @@ _CALL_ARGUMENTS = st.one_of(
     st.builds(lambda item, status: ("update_plan_item", {"item": item, "status": status}), st.integers(0, 4), st.sampled_from(["completed", "in_progress", "bogus"])),
     st.just(("read_progress", {})),
     st.builds(lambda note: ("write_progress", {"note": note}), st.text(max_size=80)),
+    st.builds(lambda task: ("scout", {"task": task}), st.text(max_size=40)),
     st.builds(lambda name: (name, {}), st.sampled_from(["no_such_tool", "", "weigh\u202e", "../weigh"])),
 )
 _CALL = st.one_of(
@@ -157,7 +170,8 @@ _SCRIPT = st.lists(st.lists(_CALL, min_size=1, max_size=3), max_size=4)
 def test_whatever_tools_the_model_calls_an_agent_with_every_plugin_answers_and_its_records_agree(tmp_path_factory, script, answer_text):
     folder = tmp_path_factory.mktemp("called")
     replies = [reply("", *calls) for calls in script] + [reply(answer_text or "Done.")]
-    agent = bandoneon.Agent(ScriptedModel(*replies), tools=[weigh], plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
+    tools = [weigh, scout(FunctionModel(answer))]  # the scout has a model of its own: the script is the parent's
+    agent = bandoneon.Agent(ScriptedModel(*replies), tools=tools, plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
     tracing = agent.plugin("tracing")
     result = agent.run_sync("Weigh the bags and plan the day.")
     agent.close()
@@ -167,11 +181,11 @@ def test_whatever_tools_the_model_calls_an_agent_with_every_plugin_answers_and_i
     from bandoneon_sessions import JsonlStore
 
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
-    resumed = bandoneon.Agent(ScriptedModel("Resumed."), tools=[weigh], plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
+    resumed = bandoneon.Agent(ScriptedModel("Resumed."), tools=tools, plugins=every_installed_plugin(folder / "sessions"), context_files=False, cwd=folder)
     assert resumed.messages == agent.messages  # the same conversation, to go on with
     assert resumed.run_sync("Go on.").text == "Resumed."
     resumed.close()
     (trace,) = tracing.traces
     assert all(span.end is not None for span in trace)
-    calls = [c for m in agent.messages for c in m.tool_calls]
-    assert len([s for s in trace if s.kind == "tool"]) == len(calls)  # every call has its span
+    traced = Counter(s.attributes.get("gen_ai.tool.call.id") for s in trace if s.kind == "tool")
+    assert all(traced[c.id] == 1 for m in agent.messages for c in m.tool_calls)  # a span each (the scouts' calls too)

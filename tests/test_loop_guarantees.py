@@ -383,3 +383,41 @@ def test_a_hook_that_raises_at_any_point_fails_the_run_naming_it_and_the_next_ru
     model.add("spare", "spare")  # the failed run may have used fewer replies
     assert agent.run_sync("again").ok
     assert_history_valid(agent.messages)
+
+
+async def test_a_run_cancelled_while_one_call_runs_keeps_the_results_the_other_calls_already_had():
+    """A call refused, or answered without running (bad arguments), has its final result before
+    the turn's other calls run; a run cancelled meanwhile answers it with that result (as a
+    plugin that took it at ``tool_result_ready`` has it), and only the unfinished call with
+    "did not run"."""
+
+    @tool
+    async def dig() -> str:
+        """Dig a very deep hole."""
+        await asyncio.sleep(30)
+        return "deep"
+
+    @tool
+    def fill(cubic_meters: int) -> str:
+        """Fill a hole."""
+        return "filled"
+
+    class NoFilling(bandoneon.Plugin):
+        name = "no-filling"
+
+        @hookimpl
+        def before_tool_execution(self, run: bandoneon.RunContext, tool: bandoneon.Tool) -> bandoneon.Refuse | None:
+            return bandoneon.Refuse("Filling is not allowed today.") if tool.name == "fill" else None
+
+    turn = reply("", call("fill", cubic_meters=2), call("fill", cubic_meters="lots"), call("dig"))
+    agent = make_agent(ScriptedModel(turn, "after"), tools=[dig, fill], plugins=[NoFilling()])
+    events = agent.stream("dig")
+    async for event in events:
+        if event.name == "tool_start":
+            break
+    await events.aclose()
+    refused, invalid, cut = agent.messages[2:5]
+    assert refused.content == "Filling is not allowed today." and refused.is_error
+    assert invalid.content.startswith("Invalid arguments for fill") and invalid.is_error
+    assert "dig did not run" in cut.content
+    assert_history_valid(agent.messages)
