@@ -12,7 +12,7 @@ from typing import Any
 
 import bandoneon
 import pytest
-from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
+from bandoneon.testing import Fault, FunctionModel, MockLLMServer, Reply, ScriptedModel, call, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -189,3 +189,51 @@ def test_whatever_tools_the_model_calls_an_agent_with_every_plugin_answers_and_i
     assert all(span.end is not None for span in trace)
     traced = Counter(s.attributes.get("gen_ai.tool.call.id") for s in trace if s.kind == "tool")
     assert all(traced[c.id] == 1 for m in agent.messages for c in m.tool_calls)  # a span each (the scouts' calls too)
+
+
+_SERVER_ITEM = st.one_of(
+    st.builds(lambda text: Reply(text=text), st.text(max_size=40)),
+    st.builds(lambda arguments: Reply(tool_calls=[("weigh", arguments)]), st.sampled_from([{"grams": 3}, {"grams": "x"}, '{"grams": ', "[]"])),
+    st.builds(lambda status: Fault(status=status), st.sampled_from([400, 401, 404, 429, 500, 503])),
+    st.builds(lambda body: Fault(status=200, body=body), st.sampled_from(["", "{", "[]", '{"choices": []}', '{"choices": [{"message": null}]}', "\x00\xff"])),
+    st.just(Fault(drop=True)),
+    st.just(Fault(stream_error="overloaded")),
+    st.builds(lambda after: Reply(text="a reply that breaks off", cut_stream_after=after), st.integers(0, 3)),
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(_SERVER_ITEM, max_size=6), stream=st.booleans())
+def test_whatever_the_server_sends_an_agent_with_every_plugin_ends_cleanly_and_goes_on(tmp_path_factory, items, stream):
+    """Over loopback HTTP: replies, bad arguments, error statuses, bodies that are not what the
+    client expects, dropped connections, broken streams. The run answers or raises a bandoneon
+    error (never another exception), leaves a valid history and matching records, and the next
+    run works."""
+    folder = tmp_path_factory.mktemp("served")
+    plugins = every_installed_plugin(folder / "sessions")
+    plugins["retry"] = {"base_delay": 0, "max_delay": 0.01}
+    with MockLLMServer() as server:
+        server.add(*items, Reply(text="Done."))
+        agent = bandoneon.Agent(f"openai-compatible:mock@{server.base_url}", tools=[weigh], plugins=plugins, context_files=False, cwd=folder)
+        tracing = agent.plugin("tracing")
+
+        async def main() -> None:
+            try:
+                if stream:
+                    async for _ in agent.stream("Weigh the bag."):
+                        pass
+                else:
+                    await agent.run("Weigh the bag.")
+            except bandoneon.BandoneonError:
+                pass  # a typed error, named: what a caller can handle
+            server.reset()
+            server.add(Reply(text="Still here."))
+            assert (await agent.run("Are you there?")).text == "Still here."
+            await agent.aclose()
+
+        asyncio.run(main())
+    assert well_formed(agent.messages)
+    from bandoneon_sessions import JsonlStore
+
+    assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
+    assert all(span.end is not None for trace in tracing.traces for span in trace)
