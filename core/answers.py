@@ -3,7 +3,7 @@ it (accepted, rewritten, or sent back), for an answering turn and for a wrap-up.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Coroutine, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -137,13 +137,20 @@ def final_text(run: RunContext, stop: Stop) -> str | None:
     """The last assistant text; in ``tool`` output mode, the JSON the answer tool was given."""
     if not stop.is_answer:
         return None
-    for message in reversed(run.messages):
+    for index in range(len(run.messages) - 1, -1, -1):
+        message = run.messages[index]
         if message.role == "assistant":
-            for call in message.tool_calls:
-                if call.name == OUTPUT_TOOL and run.output is not None and run.output.mode == "tool":
-                    return call.arguments
+            if run.output is not None and run.output.mode == "tool" and (taken := _taken_call(message, run.messages[index + 1 :])) is not None:
+                return taken.arguments
             return message.content or None
     return None
+
+
+def _taken_call(message: Message, after: Sequence[Message]) -> ToolCall | None:
+    """The ``final_answer`` call whose input is the answer: the first one not sent back (a
+    call before it that did not fit has an error for its result)."""
+    refused = {m.tool_call_id for m in after if m.role == "tool" and m.is_error}
+    return next((c for c in message.tool_calls if c.name == OUTPUT_TOOL and c.id not in refused), None)
 
 
 def wrapped_up_output(spec: OutputSpec | None, text: str | None) -> Any:

@@ -9,6 +9,7 @@ that cannot take a kind of part says so before the request (``ConfigError``).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Union
@@ -53,21 +54,29 @@ class ImagePart:
 
     @classmethod
     def from_bytes(cls, data: bytes, media_type: str = "image/png") -> ImagePart:
-        return cls(media_type, data=bytes(data))
+        """An image in memory; bytes that are a PNG, JPEG, GIF or WebP are sent as what they are,
+        whatever ``media_type`` says (a server that checks answers 400 to a mislabelled image)."""
+        data = bytes(data)
+        return cls(_sniffed_type(data) or media_type, data=data)
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> ImagePart:
-        """Read an image file; its media type comes from the file name (``.png``, ``.jpg``...)."""
+        """Read an image file named ``.png``, ``.jpg``, ``.gif`` or ``.webp``; its bytes say which it is
+        (a renamed file keeps the type of its bytes), the name where they do not."""
         location = Path(path)
         media_type = _guess_type(location.name) or ""
         if media_type not in IMAGE_TYPES:
             raise ConfigError(f"{location}: not an image bandoneon can send ({media_type or 'unknown type'}); use .png, .jpg, .gif or .webp")
-        return cls(media_type, data=_read(location))
+        return cls.from_bytes(_read(location), media_type)
 
     @classmethod
     def from_url(cls, url: str, media_type: str = "") -> ImagePart:
-        """An image the server fetches (``https://...``); nothing is downloaded here."""
-        if not url.startswith(("https://", "http://", "data:")):
+        """An image the server fetches (``https://...``); nothing is downloaded here. A ``data:``
+        URL is the image itself: its bytes are decoded (and checked) here, and sent inline."""
+        if url.startswith("data:"):
+            data, declared = _data_url_contents(url)
+            return cls.from_bytes(data, declared)
+        if not url.startswith(("https://", "http://")):
             raise ConfigError(f"an image URL must start with https://, http:// or data:, got {url[:40]!r}")
         return cls(media_type or _guess_type(url.split("?")[0]) or "", url=url)
 
@@ -136,9 +145,40 @@ def _data_url(media_type: str, data: bytes) -> str:
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _read(location: Path) -> bytes:
+#: The first bytes of each image type a provider reads (WebP: a RIFF file whose form is WEBP).
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+
+
+def _sniffed_type(data: bytes) -> str | None:
+    """The image type the bytes themselves say, if any."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((media_type for signature, media_type in _SIGNATURES if data.startswith(signature)), None)
+
+
+def _data_url_contents(url: str) -> tuple[bytes, str]:
+    """The bytes and the declared media type of a ``data:`` URL; an image is only ever base64."""
+    import base64
+
+    header, comma, body = url.removeprefix("data:").partition(",")
+    declared, *parameters = header.split(";")
+    if not comma or "base64" not in parameters:
+        raise ConfigError(f"an image data: URL must be base64 (data:image/png;base64,...), got {url[:40]!r}")
     try:
-        return location.read_bytes()
+        return base64.b64decode(body, validate=True), declared.strip().lower()
+    except ValueError as exc:  # binascii.Error, or text that is not ASCII
+        raise ConfigError(f"an image data: URL is not valid base64 ({exc})") from None
+
+
+def _read(location: Path) -> bytes:
+    """A regular file's bytes. Opened without waiting (a named pipe would wait for a writer for
+    ever) and refused unless it is a regular file (a device such as ``/dev/zero`` never ends)."""
+    try:
+        descriptor = os.open(location, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(descriptor, "rb") as file:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise ConfigError(f"cannot read {location}: not a regular file")
+            return file.read()
     except OSError as exc:
         raise ConfigError(f"cannot read {location}: {exc.strerror or exc}") from None
 
@@ -174,7 +214,15 @@ def describe_part(part: Part) -> str:
     if isinstance(part, TextPart):
         return f"text ({len(part.text)} characters)"
     if isinstance(part, ImagePart) and part.data is None:
-        return f"image {part.url}"
+        return f"image {_shown_url(part.url or '')} {part.digest}"
     size = len(part.data or b"")
     name = f" {part.name}" if isinstance(part, FilePart) and part.name else ""
     return f"{part.kind}{name} {part.media_type} {size} bytes {part.digest}"
+
+
+def _shown_url(url: str) -> str:
+    """A URL as a log line shows it: without its query and fragment (a signed URL's signature
+    is a credential), and a ``data:`` URL not at all (it is the bytes)."""
+    if url.startswith("data:"):
+        return "data: URL"
+    return url.partition("#")[0].partition("?")[0]

@@ -63,7 +63,7 @@ def _schema(tp: Any) -> dict[str, Any]:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is Literal:
-        return {"enum": list(args)}
+        return {"enum": [_literal_value(a) for a in args]}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return {"enum": [member.value for member in tp]}
     if _is_union(tp):
@@ -186,13 +186,15 @@ def type_phrase(tp: Any) -> str:
         return simple[tp]
     origin = typing.get_origin(tp)
     if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+        return "one of " + ", ".join(repr(_literal_value(a)) for a in typing.get_args(tp))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "one of " + ", ".join(repr(m.value) for m in tp)
     if _is_union(tp):
         return " or ".join(type_phrase(a) for a in typing.get_args(tp))
     if origin in (list, tuple, set, frozenset, Sequence) or tp in (list, tuple, set, frozenset):
         args = typing.get_args(tp)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return f"a list of {len(args)} items ({', '.join(type_phrase(a) for a in args)})"
         return f"a list of {_plural(args[0])}" if args else "a list"
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         return "an object"
@@ -200,6 +202,11 @@ def type_phrase(tp: Any) -> str:
     if fields is not None:
         return "an object with the fields " + ", ".join(fields)
     return getattr(tp, "__name__", repr(tp))
+
+
+def _literal_value(value: Any) -> Any:
+    """A ``Literal``'s value as JSON has it: an enum member (``Literal[Colour.RED]``) is its value."""
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def _plural(tp: Any) -> str:

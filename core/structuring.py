@@ -7,6 +7,7 @@ every problem becomes one sentence that names the field, what was expected and w
 from __future__ import annotations
 
 import collections.abc
+import enum
 import functools
 import json
 import typing
@@ -163,6 +164,52 @@ def _set_hook(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]
     return lambda value, _: build(element(item, element_type) for item in value)
 
 
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) is typing.Literal
+
+
+def _strict_literal(value: Any, tp: Any) -> Any:
+    """The literal's own value that ``value`` is, of the same kind: ``==`` took ``true`` for
+    ``1`` and gave the caller a boolean. Numbers match across int and float (``1.0`` is ``1``,
+    as for an ``int`` field); an enum member is matched by its value."""
+    for choice in typing.get_args(tp):
+        expected = choice.value if isinstance(choice, enum.Enum) else choice
+        if value == expected and (type(value) is type(expected) or {type(value), type(expected)} == {int, float}):
+            return choice
+    raise _Mismatch(tp, value)
+
+
+def _is_fixed_tuple(tp: Any) -> bool:
+    """``tuple[int, str]``: so many items, each of its own type."""
+    args = typing.get_args(tp)
+    return typing.get_origin(tp) is tuple and bool(args) and args[-1] is not Ellipsis
+
+
+def _fixed_tuple_factory(tp: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """Each item by its type's hook, from an array of exactly as many items (cattrs iterated
+    whatever came: ``"ab"`` became ``("a", "b")``)."""
+    from cattrs.errors import IterableValidationError, IterableValidationNote
+
+    item_types = typing.get_args(tp)
+    hooks = [converter.get_structure_hook(item_type) for item_type in item_types]
+
+    def structure(value: Any, kind: Any) -> Any:
+        if not isinstance(value, (list, tuple)) or len(value) != len(item_types):
+            raise _Mismatch(kind, value)
+        items, errors = [], []
+        for index, (item, item_type, hook) in enumerate(zip(value, item_types, hooks, strict=True)):
+            try:
+                items.append(hook(item, item_type))
+            except Exception as exc:  # noted with its index, as cattrs notes a list's items
+                exc.__notes__ = [*getattr(exc, "__notes__", []), IterableValidationNote(f"Structuring {kind} @ index {index}", index, item_type)]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError(f"While structuring {kind!r}", errors, kind)
+        return tuple(items)
+
+    return structure
+
+
 class _NoMember(TypeError):
     def __init__(self, expected: Any, value: Any, closest: list[str]):
         super().__init__(f"expected {type_phrase(expected)}, got {describe_value(value)}")
@@ -190,6 +237,8 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(bool, _strict_bool)
     converter.register_structure_hook_func(_is_choice, _structure_choice)
     converter.register_structure_hook_factory(_is_collection, _collection_factory)
+    converter.register_structure_hook_func(_is_literal, _strict_literal)
+    converter.register_structure_hook_factory(_is_fixed_tuple, _fixed_tuple_factory)
     # Bytes (an image, a file) travel as base64 text in JSON: sessions, recordings, traces.
     converter.register_unstructure_hook(bytes, _bytes_to_text)
     converter.register_structure_hook(bytes, _bytes_from_text)
@@ -263,6 +312,10 @@ def _explain(exc: BaseException, data: Any, cls: Any, path: str = "", *, subject
         return [p for sub in exc.exceptions for p in _explain(sub, data, cls, path, subject=subject)]
     if isinstance(exc, (ValueError, TypeError)) and type(exc).__module__ != "builtins":
         return [str(exc)]  # a class's own validation message (a plugin's ConfigError) says it best
+    if isinstance(exc, (ValueError, TypeError)) and isinstance(data, collections.abc.Mapping) and object_fields(cls) is not None:
+        # Every field fitted, and the class refused them (an attrs validator, __post_init__):
+        # its words are what the model can act on, not the shape it already had right.
+        return [f"{where} is not accepted: {str(exc).rstrip('.')}."]
     return [f"{where} must be {type_phrase(cls)}, got {describe_value(data)}."]
 
 

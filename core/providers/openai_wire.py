@@ -276,7 +276,7 @@ class ChunkAssembler:
                         await self._piece(kind, piece)
             for piece in delta.get("tool_calls") or ():
                 function = piece.get("function") if isinstance(piece, dict) else None
-                index = piece.get("index", len(self.calls)) if isinstance(piece, dict) else None
+                index = (piece["index"] if "index" in piece else self._unindexed_slot(piece, function)) if isinstance(piece, dict) else None
                 # Every field the reply keeps is checked, as in ``parse_completion``: an id or a
                 # name that is not text would otherwise escape later as a raw TypeError.
                 if (
@@ -301,6 +301,19 @@ class ChunkAssembler:
                 if not isinstance(reason, str):
                     raise BadResponse(f"{provider}: a stream chunk's finish_reason is {_kind(reason)}, not text", provider=provider)
                 self.finish_reason = reason
+
+    def _unindexed_slot(self, piece: dict[str, Any], function: Any) -> int:
+        """The call a piece without an ``index`` belongs to (some servers leave it out): a new
+        one when the piece brings an id or a name other than the last call's, else the last
+        call, whose arguments it goes on with (a call's arguments may come in many pieces)."""
+        if not self.calls:
+            return 0
+        last = max(self.calls)
+        slot = self.calls[last]
+        call_id = piece.get("id")
+        name = function.get("name") if isinstance(function, dict) else None
+        is_new = (call_id and call_id != slot["id"]) or (not call_id and name and slot["name"] and name != slot["name"])
+        return last + 1 if is_new else last
 
     async def _piece(self, kind: str, text: str) -> None:
         (self.thinking if kind == "thinking" else self.text).append(text)
