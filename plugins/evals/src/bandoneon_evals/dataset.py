@@ -3,7 +3,7 @@
 A case has an ``id``, an ``input`` (the prompt), an optional ``expected`` (a string, or a
 table such as ``{output = "...", tools = ["iron", "putt"], par = 3}``), ``tags``, and
 ``attachments``: image or document files sent with the prompt (paths relative to the dataset
-file; ``.png``/``.jpg``/``.gif``/``.webp`` are images, anything else a file).
+file, and inside its folder; ``.png``/``.jpg``/``.gif``/``.webp`` are images, anything else a file).
 Errors name the file and the line (JSONL) or the case (TOML); a dataset with one bad case
 is refused whole, so no eval silently runs on part of its cases.
 """
@@ -108,6 +108,13 @@ class Case:
         for path in resolved:
             if not Path(path).is_file():
                 raise DatasetError(f"{where}: attachment {path} does not exist")
+            if folder is not None and not Path(path).resolve().is_relative_to(folder.resolve()):
+                # A dataset file is data, often someone else's: it must not send the model a file
+                # from anywhere on the machine. Cases built in code attach what the code says.
+                raise DatasetError(
+                    f"{where}: attachment {path} is outside the dataset's folder {folder} (after following links); "
+                    "copy the file next to the dataset, or build the case in Python"
+                )
         return cls(str(data["id"]), data["input"], data.get("expected"), tags, dict(data.get("metadata") or {}), resolved)
 
 
