@@ -16,9 +16,6 @@ from bandoneon.testing import Fault, FunctionModel, MockLLMServer, Reply, Script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-#: Plugins that need a deployment or options to be switched on at all (a memory scope).
-NEEDS_OPTIONS = {"memory"}
-
 
 @bandoneon.tool
 async def weigh(grams: int) -> str:
@@ -50,12 +47,15 @@ def scout(model: bandoneon.Provider | None = None) -> bandoneon.Tool:
 
 
 def every_installed_plugin(sessions_folder, **session_options: str) -> dict[str, dict[str, Any] | None]:
-    """Every installed plugin by name, with its defaults, but the session's (a folder, an id)."""
-    names = sorted(set(bandoneon.installed_plugins()) - NEEDS_OPTIONS)
-    if not {"sessions", "subagents", "tracing"} <= set(names):
-        pytest.skip("needs the sessions, subagents and tracing plugins installed")
-    sessions = {"session_id": "s-1", "path": str(sessions_folder), **session_options}
-    return {name: sessions if name == "sessions" else None for name in names}
+    """Every installed plugin by name, with its defaults, but the session's (a folder, an id)
+    and memory's (a notes folder beside the sessions', and a scope: it has none by default)."""
+    names = sorted(bandoneon.installed_plugins())
+    if not {"memory", "sessions", "subagents", "tracing"} <= set(names):
+        pytest.skip("needs the memory, sessions, subagents and tracing plugins installed")
+    options: dict[str, dict[str, Any] | None] = dict.fromkeys(names)
+    options["sessions"] = {"session_id": "s-1", "path": str(sessions_folder), **session_options}
+    options["memory"] = {"mode": "notes", "scope": "roastery", "path": str(sessions_folder.parent / "notes")}
+    return options
 
 
 def well_formed(messages: list[bandoneon.Message]) -> bool:
@@ -156,6 +156,7 @@ _CALL_ARGUMENTS = st.one_of(
     st.just(("read_progress", {})),
     st.builds(lambda note: ("write_progress", {"note": note}), st.text(max_size=80)),
     st.builds(lambda task: ("scout", {"task": task}), st.text(max_size=40)),
+    st.builds(lambda note: ("remember", {"note": note}), st.text(max_size=80)),
     st.builds(lambda name: (name, {}), st.sampled_from(["no_such_tool", "", "weigh\u202e", "../weigh"])),
 )
 _CALL = st.one_of(
