@@ -292,7 +292,9 @@ class Sessions(bandoneon.Plugin):
             raise self._closed()
         written = self._written
         if written.in_flight is not None:  # left by a cancelled run: this flush goes after it
-            return self._flush_after(written.in_flight, run, sync=sync, usage=usage, only_if_needed=only_if_needed)
+            if not written.in_flight.done():
+                return self._flush_after(written.in_flight, run, sync=sync, usage=usage, only_if_needed=only_if_needed)
+            written.in_flight = None
         transcript = run.transcript
         count = written.count
         resets = run.agent.history_resets
@@ -349,8 +351,6 @@ class Sessions(bandoneon.Plugin):
         the file in order. Its failure was that run's: the batch stayed with the writer, and
         goes first into this flush."""
         await asyncio.wait((in_flight,))  # cancelled itself, this leaves in_flight going too
-        if self._written.in_flight is in_flight:
-            self._written.in_flight = None
         waiting = self._flush(run, **flush)
         if waiting is not None:
             await waiting
