@@ -238,3 +238,28 @@ def test_whatever_the_server_sends_an_agent_with_every_plugin_ends_cleanly_and_g
 
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
     assert all(span.end is not None for trace in tracing.traces for span in trace)
+
+
+def test_many_agents_with_every_plugin_on_one_loop_at_once_each_keep_their_own_records(tmp_path):
+    """Runs of agents with sessions at the same time on one loop send their flushes to the
+    session workers (several runs writing), and traces to the writer thread, all interleaved."""
+    from bandoneon_sessions import JsonlStore
+
+    agents = []
+    for number in range(12):
+        plugins = every_installed_plugin(tmp_path / "sessions", session_id=f"s-{number}")
+        agents.append(bandoneon.Agent(FunctionModel(answer), tools=[weigh, scout()], plugins=plugins, context_files=False, cwd=tmp_path))
+
+    async def main() -> None:
+        for round_ in range(3):
+            results = await asyncio.gather(*(agent.run(f"Round {round_} for agent {number}.") for number, agent in enumerate(agents)))
+            assert all(result.ok and result.output == "Done." for result in results)
+        for agent in agents:
+            await agent.aclose()
+
+    asyncio.run(main())
+    store = JsonlStore(tmp_path / "sessions")
+    for number, agent in enumerate(agents):
+        assert [m.content for m in agent.messages if m.role == "user"] == [f"Round {r} for agent {number}." for r in range(3)]
+        assert list(store.load(f"s-{number}").messages) == agent.transcript
+        assert well_formed(agent.messages)
