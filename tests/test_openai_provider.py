@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import bandoneon
@@ -167,3 +168,21 @@ def test_settings_are_sent_with_the_request(mock_llm):
     agent_for(mock_llm, settings={"temperature": 0.2, "max_tokens": 50}).run_sync("hi")
     body = mock_llm.requests[0].json
     assert (body["temperature"], body["max_tokens"]) == (0.2, 50)
+
+
+@pytest.mark.parametrize(
+    ("usage", "counted"),
+    [({"prompt_tokens": 12.0, "completion_tokens": 3.0}, (12, 3)), ({"prompt_tokens": 12, "completion_tokens": 3.5}, None), ({"prompt_tokens": -1}, None), ({"prompt_tokens": "12"}, None)],
+)
+def test_a_whole_number_written_as_a_float_is_a_token_count_and_anything_else_a_bad_response(mock_llm, usage, counted):
+    """Some proxies write counts as 12.0: the answer is not lost over bookkeeping; a count that
+    is no whole number at all is still a clear BadResponse."""
+    body = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}], "usage": usage}
+    mock_llm.add(Fault(status=200, body=json.dumps(body)))
+    agent = agent_for(mock_llm)
+    if counted is None:
+        with pytest.raises(bandoneon.BadResponse, match="not a token count"):
+            agent.run_sync("hello")
+        return
+    result = agent.run_sync("hello")
+    assert result.text == "hi" and (result.usage.input_tokens, result.usage.output_tokens) == counted

@@ -168,6 +168,8 @@ def _count(value: Any, field: str, provider: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:  # 12.0, as some proxies write it
+        return int(value)
     raise BadResponse(f"{provider}: the reply's usage.{field} is {_kind(value)}, not a token count", provider=provider)
 
 
