@@ -18,6 +18,8 @@ import anyio
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+import bandoneon
+
 from .config import Server
 from .events import ServerUnavailable
 
@@ -46,6 +48,8 @@ class Connection:
         self._failure: str | None = None
         self._garbage: list[str] = []
         self._stderr: IO[str] | None = None
+        #: Set when its last user closed it: it is never started again (the hub makes a new one).
+        self._closed = False
 
     @property
     def is_alive(self) -> bool:
@@ -67,9 +71,14 @@ class Connection:
 
     async def close(self) -> None:
         async with self._lock:
+            self._closed = True
             await self._stop_holder()
 
     async def _restart_locked(self) -> None:
+        # A call still under way when the last agent closed the server sees it stop; started
+        # again here, it would run on with no agent to close it.
+        if self._closed:
+            raise ServerUnavailable(f"MCP server {self.name!r} was closed with the last agent using it; it is not started again.")
         await self._stop_holder()
         self.generation += 1
         self._failure = None
@@ -151,20 +160,24 @@ class Connection:
             self.tools_epoch += 1
 
     def _evidence(self) -> str:
-        """What the server left behind: lines on stdout that were not JSON-RPC, its stderr."""
+        """What the server left behind: lines on stdout that were not JSON-RPC, its stderr;
+        shown, never obeyed, by the terminal a warning is printed on."""
         said = []
         if self._garbage:
             said.append(f"it wrote {len(self._garbage)}+ line(s) on stdout that are not JSON-RPC (first: {self._garbage[0]})")
         tail = _tail(self._stderr)
         if tail:
             said.append(f"its stderr ends with: {tail}")
-        return " (" + "; ".join(said) + ")" if said else ""
+        return " (" + bandoneon.for_terminal("; ".join(said)) + ")" if said else ""
 
     # ------------------------------------------------------------------ requests
 
     async def refresh_tools(self) -> list[mcp_types.Tool]:
+        """The server's tools listed again, within ``startup_timeout`` (as the first listing):
+        a server that announces a change and never lists its tools must not hold a turn."""
         session = self._live_session()
-        self.tools = await self._request(lambda: _list_tools(session))
+        with anyio.fail_after(self.server.startup_timeout):
+            self.tools = await self._request(lambda: _list_tools(session))
         return self.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float | None) -> mcp_types.CallToolResult:
@@ -198,10 +211,23 @@ class Connection:
         try:
             return await send()
         except MCPError as exc:
-            if exc.code != _CONNECTION_CLOSED:
+            if exc.code != _CONNECTION_CLOSED or await self._answers_ping():
                 raise
             self._failure = f"the connection closed ({exc.message}){self._evidence()}"
             raise ServerUnavailable(f"MCP server {self.name!r} stopped: {self._failure}", generation=generation) from None
+
+    async def _answers_ping(self) -> bool:
+        """Is the server still there? The SDK's code for a closed connection (-32000) opens
+        JSON-RPC's range for servers' own errors, so a server's "quota exceeded" may carry it."""
+        session = self._session
+        if session is None:
+            return False
+        try:
+            with anyio.fail_after(self.server.startup_timeout):
+                await session.send_ping()
+        except Exception:  # whatever the transport raises (an HTTP server gone: httpx's errors), no answer
+            return False
+        return True
 
 
 async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
@@ -228,12 +254,17 @@ def _has(exc: BaseException, kind: type[BaseException]) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
+    """Why a server failed, in words a terminal shows as they are (the server wrote some)."""
+    return bandoneon.for_terminal(_reason(exc))
+
+
+def _reason(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"the command was not found ({exc.filename or exc})"
     if isinstance(exc, MCPError):
         return exc.message or str(exc)
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
+        return "; ".join(_reason(inner) for inner in exc.exceptions)
     return str(exc) or type(exc).__name__
 
 

@@ -23,7 +23,7 @@ from .connection import Connection
 from .events import McpToolsChanged, ServerUnavailable
 from .hub import hub
 from .resources import resource_tools
-from .tools import bandoneon_name, call_with_restart, description_of, make_tool
+from .tools import InvalidSchema, bandoneon_name, call_with_restart, description_of, make_tool
 
 __all__ = ["McpPlugin", "McpServerWarning"]
 
@@ -202,6 +202,10 @@ class McpPlugin(bandoneon.Plugin):
             try:
                 local = bandoneon_name(server_name, server, remote.name, _taken(agent))
                 agent.add_tool(make_tool(hub, lambda: self._connection(server_name), server_name, server, remote, local))
+            except InvalidSchema as exc:
+                # The server's mistake, which no option of ours can fix: its other tools are offered.
+                warnings.warn(f"{str(exc).rstrip('.')}. The tool was left out.", McpServerWarning, stacklevel=2)
+                continue
             except bandoneon.ConfigError as exc:
                 if not known_only_later:
                     raise
@@ -230,6 +234,15 @@ class McpPlugin(bandoneon.Plugin):
             try:
                 tools = await hub.run(connection.refresh_tools())
             except ServerUnavailable:
+                continue
+            except TimeoutError:
+                limit = self.servers[server_name].startup_timeout
+                warnings.warn(
+                    f"MCP server {server_name!r} did not list its tools within {limit:g} s (startup_timeout) after announcing "
+                    "a change; its tools stay as they were.",
+                    McpServerWarning,
+                    stacklevel=2,
+                )
                 continue
             listed = {t.name: t for t in tools}
             # A tool listed again with another schema or description is taken off and added

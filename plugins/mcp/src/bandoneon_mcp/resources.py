@@ -49,6 +49,7 @@ def resource_tools(plugin: McpPlugin, server_name: str, taken: Collection[str]) 
             bandoneon.tool(
                 name=name,
                 description=f"{function.__doc__} (MCP server {server_name!r})",
+                needs_approval=server.approval_needed(function.__name__),
                 untrusted_output=not server.trusted,
                 capabilities=server.capabilities,
                 timeout=server.call_timeout,

@@ -49,13 +49,16 @@ class _Served:
     def __init__(self, tools: Sequence[bandoneon.Tool], agent: bandoneon.Agent | None, agent_tool: str):
         # The host agent never calls a model: it is the plugins' (policy packs') view of each call.
         self.host = bandoneon.Agent(_NoModel(), tools=tools, context_files=False, name="mcp-serve")
+        # Exactly the tools asked for: the host also has the tools of the plugins bandoneon.toml
+        # configures (its MCP servers', for one), which nobody asked to serve.
+        self.tools = {t.name: self.host.tools[t.name] for t in tools}
         self.agent = agent
         self.agent_tool = agent_tool
-        if agent is not None and agent_tool in self.host.tools:
+        if agent is not None and agent_tool in self.tools:
             raise bandoneon.ConfigError(f"--agent-tool {agent_tool!r} is also the name of a served tool; choose another name")
 
     def cards(self) -> list[mcp_types.Tool]:
-        cards = [mcp_types.Tool(name=t.name, description=t.description, input_schema=dict(t.parameters)) for t in self.host.tools.values()]
+        cards = [mcp_types.Tool(name=t.name, description=t.description, input_schema=dict(t.parameters)) for t in self.tools.values()]
         if self.agent is not None:
             schema = {
                 "type": "object",
@@ -70,7 +73,7 @@ class _Served:
     async def call(self, ctx: Any, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         if self.agent is not None and name == self.agent_tool:
             return await self._ask_agent(ctx, arguments)
-        tool = self.host.tools.get(name)
+        tool = self.tools.get(name)
         if tool is None:
             return _result(f"There is no tool named {name!r}.", is_error=True)
         run = self.host.new_run(f"MCP call to {name}")

@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 import mcp.types as mcp_types
 from mcp import MCPError
+from pydantic import ValidationError
 
 import bandoneon
 
@@ -28,7 +29,7 @@ from .events import McpServerRestarted, ServerUnavailable
 from .hub import Hub
 from .results import tool_result_text
 
-__all__ = ["bandoneon_name", "description_of", "make_tool"]
+__all__ = ["InvalidSchema", "bandoneon_name", "description_of", "make_tool"]
 
 #: The run context reaches the tool under a name no JSON schema property can have.
 _RUN = "bandoneon run"
@@ -64,19 +65,32 @@ def _fit(name: str) -> str:
     return f"{name[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
+class InvalidSchema(bandoneon.ConfigError):
+    """A server's tool whose input schema cannot check arguments: the tool is left out."""
+
+
 def _validator(server_name: str, tool: mcp_types.Tool) -> jsonschema.protocols.Validator:
     schema = tool.input_schema
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    # The schema is the server's: jsonschema fails on some shapes with errors other than
+    # SchemaError (a "$schema" that is a list or a number), and all of them mean the same.
     try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise bandoneon.ConfigError(f"MCP server {server_name!r}: tool {tool.name!r} has an invalid input schema: {exc.message}") from None
+    except Exception as exc:
+        problem = exc.message if isinstance(exc, jsonschema.SchemaError) else f"{type(exc).__name__}: {exc}"
+        raise InvalidSchema(f"MCP server {server_name!r}: tool {tool.name!r} has an invalid input schema: {problem}") from None
     return cls(schema)
 
 
-def _problems(validator: jsonschema.protocols.Validator, arguments: dict[str, Any]) -> list[str]:
+def _problems(name: str, validator: jsonschema.protocols.Validator, arguments: dict[str, Any]) -> list[str]:
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))[:_MAX_PROBLEMS]
+    except Exception as exc:  # a schema that passed its check and still cannot be applied ("$ref": "#")
+        raise bandoneon.ToolError(
+            f"The input schema of {name} cannot be applied ({type(exc).__name__}: {str(exc)[:200]}). Nothing was sent to the server."
+        ) from None
     problems = []
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))[:_MAX_PROBLEMS]:
+    for error in errors:
         where = "/".join(str(part) for part in error.path)
         problems.append(f"{where}: {error.message}" if where else error.message)
     return problems
@@ -101,7 +115,7 @@ def make_tool(
 
     async def call_mcp_tool(**arguments: Any) -> str:
         run: bandoneon.RunContext | None = arguments.pop(_RUN, None)
-        problems = _problems(validator, arguments)
+        problems = _problems(name, validator, arguments)
         if problems:
             raise bandoneon.ToolError(f"Invalid arguments for {name}: " + "; ".join(problems) + ". Nothing was sent to the server.")
         result = await call_with_restart(hub, connection_of(), server_name, run, lambda c: c.call_tool(remote, arguments, server.call_timeout))
@@ -137,6 +151,8 @@ async def call_with_restart(hub: Hub, connection: Any, server_name: str, run: ba
         stopped = exc
     except MCPError as exc:
         raise bandoneon.ToolError(f"MCP server {server_name!r} refused the request: {exc.message or exc}") from None
+    except ValidationError as exc:
+        raise bandoneon.ToolError(_not_mcp(server_name, exc)) from None
     restarted = run.stash.setdefault(_RESTARTS, set()) if run is not None else set()
     if server_name in restarted:
         raise bandoneon.ToolError(f"{stopped} It was already restarted once in this run, so its tools fail until the next run.")
@@ -155,3 +171,16 @@ async def call_with_restart(hub: Hub, connection: Any, server_name: str, run: ba
         return await hub.run(request(connection))
     except (ServerUnavailable, MCPError) as exc:
         raise bandoneon.ToolError(f"MCP server {server_name!r} failed again after a restart: {exc}") from None
+    except ValidationError as exc:
+        raise bandoneon.ToolError(_not_mcp(server_name, exc)) from None
+
+
+def _not_mcp(server_name: str, error: ValidationError) -> str:
+    """One sentence for a reply the SDK cannot read (pydantic's own message lists every kind
+    of content block the reply is not, with links: a wall of text for the model)."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])[:100]
+    return (
+        f"MCP server {server_name!r} answered with something that is not an MCP result "
+        f"({where + ': ' if where else ''}{first['msg'][:200]}); the request may have had its effect."
+    )
