@@ -69,6 +69,7 @@ from .providers import (
     register_provider,
     resolve_model,
 )
+from .masking import mask_error_message
 from .ranges import Range, in_range
 from .result import RunResult
 from .stash import Stash, StashKey
@@ -271,6 +272,7 @@ __all__ = [
     "for_terminal",
     "markdown_code",
     "markdown_text",
+    "mask_error_message",
     "open_lock_file",
     "plural",
     "plugin_name",

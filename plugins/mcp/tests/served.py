@@ -28,3 +28,9 @@ def _reply(request: bandoneon.ModelRequest) -> object:
 def make_agent() -> bandoneon.Agent:
     """An agent that adds with its tool, then answers (two turns)."""
     return bandoneon.Agent(FunctionModel(_reply), tools=[add], context_files=False, name="adder")
+
+
+@bandoneon.tool
+def open_ledger() -> str:
+    """Open the ledger database."""
+    raise RuntimeError(f"could not connect to postgres://app:hunter2@db/prod (config {__file__})")

@@ -63,7 +63,7 @@ def test_an_agent_calls_tools_and_an_agent_served_by_another_bandoneon_process(s
     model = ScriptedModel([call("add", a=40, b=2), call("ask_agent", brief="Add two and three.")], "Both done.")
     agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"peer": {"url": served, "trusted": True}})], context_files=False)
     try:
-        assert sorted(agent.tools) == ["add", "ask_agent", "book_ticket"]
+        assert sorted(agent.tools) == ["add", "ask_agent", "book_ticket", "open_ledger"]
         assert agent.tools["add"].parameters["required"] == ["a", "b"]
         result = agent.run_sync("Use the peer.")
     finally:
@@ -129,3 +129,21 @@ def test_tools_served_over_stdio_are_used_by_an_agent_as_a_stdio_server():
     right, wrong = tool_results(result)
     assert right == ("3", False)
     assert wrong[1] and "a: 'one' is not of type 'integer'" in wrong[0]
+
+
+def test_a_served_tool_that_raises_tells_the_client_without_paths_or_passwords():
+    """An exception's message is for developers: like an agent's own tools, a served tool's
+    failure reaches the client with the password of a DSN and the folders of a path masked."""
+    process, url = serve_over_http("--tools", "served:open_ledger")
+    try:
+        agent = bandoneon.Agent(ScriptedModel(call("open_ledger"), "ok"), plugins=[McpPlugin(servers={"books": {"url": url, "trusted": True}})], context_files=False)
+        try:
+            result = agent.run_sync("open it")
+        finally:
+            agent.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    ((text, is_error),) = tool_results(result)
+    assert is_error and "open_ledger failed: could not connect to postgres://app:***@db/prod" in text
+    assert "hunter2" not in text and str(HERE) not in text

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import mcp.types as mcp_types
@@ -22,6 +24,8 @@ from mcp.server.lowlevel import Server as LowLevelServer
 import bandoneon
 
 __all__ = ["build_server", "load_served_tools", "serve"]
+
+log = logging.getLogger("bandoneon_mcp")
 
 BRIEF_DESCRIPTION = "The whole task: the goal, the constraints, what a good answer looks like. The agent has not seen your conversation."
 
@@ -95,8 +99,10 @@ class _Served:
                 content, is_error = await tool.invoke(checked, run, in_thread=True), False
             except bandoneon.ToolError as exc:
                 content, is_error = str(exc), True
-            except Exception as exc:
-                content, is_error = f"{name} failed: {exc or type(exc).__name__}", True
+            except Exception as exc:  # the message is for developers: the caller gets it without paths or passwords
+                log.warning("served tool %s raised", name, exc_info=True)
+                message = bandoneon.mask_error_message(str(exc), project=Path.cwd())
+                content, is_error = (f"{name} failed: {message}" if message else f"{name} failed ({type(exc).__name__})."), True
         result = await hooks.after_tool_execution(run, call, tool, bandoneon.ToolResult(call, content, is_error=is_error, arguments=checked))
         return _result(result.content, is_error=result.is_error)
 
