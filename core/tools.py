@@ -52,6 +52,10 @@ class Tool:
     ``tool_timeout``), ``rerunnable`` (False: its results are never truncated by compaction).
     ``examples`` are sample arguments ``bandoneon tools check`` runs the tool on, to measure how
     much of the model's context window one result takes (level 3: measure the output).
+    ``source_name``: the name the tool's source gave it, when the agent offers it under another
+    (an MCP server's ``book_ticket`` beside a local one becomes ``rail_book_ticket``): a policy
+    about that name must still hold for it, so plugins match rules against every one of
+    ``names``.
     """
 
     name: str
@@ -65,20 +69,29 @@ class Tool:
     timeout: float | None = None
     rerunnable: bool = True
     examples: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_examples)
+    source_name: str | None = attrs.field(default=None, kw_only=True)
     _arguments_class: type | None = None
     _context_parameter: str | None = None
     _is_async: bool = False
     #: The card, made once: every new agent lists the specs of its tools.
     _spec: ToolSpec = attrs.field(init=False, repr=False)
+    _names: tuple[str, ...] = attrs.field(init=False, repr=False)
     #: The model's arguments to the function's, made at the first call (``_arguments_reader``).
     _read_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_spec", ToolSpec(self.name, self.description, self.parameters))
+        source = self.source_name
+        object.__setattr__(self, "_names", (self.name,) if source is None or source == self.name else (self.name, source))
 
     @property
     def spec(self) -> ToolSpec:
         return self._spec
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Its name, then the name its source gave it if that is another (``source_name``)."""
+        return self._names
 
     def validate(self, raw_arguments: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> dict[str, Any]:
         """Decode (within ``limits``) and structure the model's arguments; raise

@@ -284,3 +284,29 @@ def test_a_subclass_of_guard_leaves_the_hook_uncalled_as_guard_does():
         pass
 
     assert not _implements_before_tool(Noisy()) and _implements_before_tool(Noisy(rules=[ALLIES]))
+
+
+def test_a_tool_offered_under_another_name_is_still_governed_by_the_name_its_source_gave_it():
+    """A plugin that renames a tool (an MCP server's ``book_ticket`` beside a local one becomes
+    ``rail_book_ticket``) says so in ``source_name``: rules, redactions and untrusted globs
+    about ``book_ticket`` hold for it."""
+
+    @bandoneon.tool
+    def book_ticket(train: int, seat_class: str) -> str:
+        """Book a seat."""
+        return f"Booked train {train} for DNI 30.123.456"
+
+    renamed = attrs.evolve(book_ticket, name="rail_book_ticket", source_name="book_ticket")
+    assert renamed.names == ("rail_book_ticket", "book_ticket") and book_ticket.names == ("book_ticket",)
+    guard = Guard(
+        rules=[{"name": "tourist-only", "tool": "book_ticket", "argument": "seat_class", "one_of": ["tourist"], "action": "deny"}],
+        redactions=[{"name": "dni", "pattern": r"DNI\s*[\d.]+", "replacement": "DNI ***", "tools": ["book_*"]}],
+        untrusted_tools=["book_ticket"],
+    )
+    model = ScriptedModel([call("rail_book_ticket", train=1, seat_class="first"), call("rail_book_ticket", train=1, seat_class="tourist")], "ok")
+    agent = bandoneon.Agent(model, tools=[renamed], plugins=[guard], context_files=False)
+    agent.run_sync("book")
+    refused, booked = (m for m in agent.messages if m.role == "tool")
+    # Refused by this guard's rule, or first by the example pack's about book_ticket when it runs.
+    assert refused.is_error and ("Blocked by policy" in refused.content or "first-class-needs-approval" in refused.content)
+    assert "DNI ***" in booked.content and "30.123.456" not in booked.content and "<untrusted" in booked.content

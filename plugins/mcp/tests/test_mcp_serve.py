@@ -147,3 +147,35 @@ def test_a_served_tool_that_raises_tells_the_client_without_paths_or_passwords()
     ((text, is_error),) = tool_results(result)
     assert is_error and "open_ledger failed: could not connect to postgres://app:***@db/prod" in text
     assert "hunter2" not in text and str(HERE) not in text
+
+
+def test_a_policy_rule_about_a_servers_tool_holds_when_the_agent_offers_it_under_another_name():
+    """The agent has a ``book_ticket`` of its own, so the server's is offered as
+    ``rail_book_ticket``; a rule about ``book_ticket`` still holds for it, and for the local one,
+    and a redaction about it still masks what it returns. (The server serves with no policy.)"""
+    guard = pytest.importorskip("bandoneon_guard", reason="needs bandoneon-guard (not in alone-mcp)")
+    process, url = serve_over_http("--tools", "served:book_ticket", env={"BANDONEON_DISABLED_PLUGINS": "policy-example"})
+
+    @bandoneon.tool
+    def book_ticket(train: int, seat_class: str) -> str:
+        """Book one seat on our own trains."""
+        return "booked locally"
+
+    rules = [{"name": "tourist-only", "tool": "book_ticket", "argument": "seat_class", "one_of": ["tourist"], "action": "deny"}]
+    redactions = [{"name": "national-id", "pattern": r"DNI\s*[\d.]+", "replacement": "DNI ***", "tools": ["book_ticket"]}]
+    model = ScriptedModel([call("rail_book_ticket", train=7, seat_class="first"), call("rail_book_ticket", train=7, seat_class="tourist")], "ok")
+    servers = {"rail": {"url": url, "trusted": True}}
+    try:
+        agent = bandoneon.Agent(model, tools=[book_ticket], plugins=[McpPlugin(servers=servers), guard.Guard(rules=rules, redactions=redactions)], context_files=False)
+        try:
+            assert "rail_book_ticket" in agent.tools
+            result = agent.run_sync("book")
+        finally:
+            agent.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    (first, first_failed), (tourist, tourist_failed) = tool_results(result)
+    # Refused by the guard's rule, or first by the example pack's about book_ticket when it runs.
+    assert first_failed and ("Blocked by policy" in first or "first-class-needs-approval" in first) and "Booked" not in first
+    assert not tourist_failed and "DNI ***" in tourist and "30.123.456" not in tourist

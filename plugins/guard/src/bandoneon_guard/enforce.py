@@ -43,9 +43,9 @@ class Enforcer:
         self._untrusted: dict[str, tuple[bandoneon.Tool, bool]] = {}  # per tool name, while the tool stays the same
         # Per tool name: keyed by the name alone (hashing the redaction table on every call
         # cost more than the scan), which holds because the policy never changes.
-        self._plans: dict[str | None, tuple[tuple[Redaction, ...], Screen]] = {}
-        # Per tool name, the same way: the allow rules that apply to it.
-        self._rules_by_tool: dict[str, tuple[Rule, ...]] = {}
+        self._plans: dict[tuple[str, ...] | None, tuple[tuple[Redaction, ...], Screen]] = {}
+        # Per tool's names (``Tool.names``), the same way: the allow rules that apply to it.
+        self._rules_by_tool: dict[tuple[str, ...], tuple[Rule, ...]] = {}
         # The tool set the last prompt was worked out for, and whether one of them is untrusted
         # (that depends on the tools alone, which _untrusted holds already).
         self._last_offer: tuple[tuple[bandoneon.Tool, ...], bool] = ((), False)
@@ -57,12 +57,15 @@ class Enforcer:
 
     # ---------------------------------------------------------------- calls
 
-    def rules_for(self, tool_name: str) -> tuple[Rule, ...]:
-        """The allow rules that apply to ``tool_name``, in policy order, worked out once per
-        tool name. Empty for most tools: the hooks then skip ``before_tool`` altogether."""
-        found = self._rules_by_tool.get(tool_name)
+    def rules_for(self, tool: bandoneon.Tool) -> tuple[Rule, ...]:
+        """The allow rules that apply to ``tool`` by any of its names (a server's ``book_ticket``
+        offered as ``rail_book_ticket`` is still ``book_ticket`` to a policy), in policy order,
+        worked out once per set of names. Empty for most tools: the hooks then skip
+        ``before_tool`` altogether."""
+        names = tool.names
+        found = self._rules_by_tool.get(names)
         if found is None:
-            found = self._rules_by_tool[tool_name] = tuple(rule for rule in self._policy.rules if rule.applies_to(tool_name))
+            found = self._rules_by_tool[names] = tuple(rule for rule in self._policy.rules if any(rule.applies_to(name) for name in names))
         return found
 
     async def before_tool(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]) -> bandoneon.Refuse | bandoneon.Respond | None:
@@ -70,7 +73,7 @@ class Enforcer:
         cwd: Path | None = None
         denied: list[str] = []
         to_approve: list[str] = []
-        for rule in self.rules_for(tool.name):
+        for rule in self.rules_for(tool):
             if cwd is None:
                 cwd = Path(run.agent.cwd) if run.agent.cwd is not None else Path.cwd()
             problem = rule.problem(arguments, cwd)
@@ -90,7 +93,7 @@ class Enforcer:
     def rewrite(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool | None, result: bandoneon.ToolResult) -> str | None:
         """Redact, then mark as untrusted (once per call); None when nothing changed."""
         name = tool.name if tool is not None else call.name
-        text = self.redact(result.content, tool_name=name)
+        text = self.redact(result.content, tool_names=tool.names if tool is not None else (name,))
         marked = run.stash.get(_MARKED)
         if marked is not None and call.id in marked:
             # Wrapped already by an enforcer that ran first (a policy pack): this redaction ran
@@ -103,9 +106,10 @@ class Enforcer:
             text = mark_untrusted(text, name)
         return None if text == result.content else text
 
-    def redact(self, text: str, *, tool_name: str | None = None) -> str:
-        """``text`` with the redactions for ``tool_name`` applied; every redaction when None."""
-        redactions, screen = self._plans.get(tool_name) or self._redactions_for(tool_name)
+    def redact(self, text: str, *, tool_names: tuple[str, ...] | None = None) -> str:
+        """``text`` with the redactions for the tool of ``tool_names`` (``Tool.names``) applied;
+        every redaction when None."""
+        redactions, screen = self._plans.get(tool_names) or self._redactions_for(tool_names)
         # The common case: a glance (one call in C) or a quick scan finds no secret shape at all.
         if not redactions or screen.glance(text) is None or not screen.may_match(text):
             return text
@@ -113,13 +117,13 @@ class Enforcer:
             text = redaction.apply(text)
         return text
 
-    def _redactions_for(self, tool_name: str | None) -> tuple[tuple[Redaction, ...], Screen]:
-        """The redactions that apply to ``tool_name`` and the screen in front of them, worked
-        out once per tool name."""
-        found = self._plans.get(tool_name)
+    def _redactions_for(self, tool_names: tuple[str, ...] | None) -> tuple[tuple[Redaction, ...], Screen]:
+        """The redactions that apply to a tool by any of ``tool_names`` and the screen in front
+        of them, worked out once per set of names."""
+        found = self._plans.get(tool_names)
         if found is None:
-            chosen = tuple(r for r in self._policy.redactions if tool_name is None or r.applies_to(tool_name))
-            found = self._plans[tool_name] = (chosen, screen_of(chosen))
+            chosen = tuple(r for r in self._policy.redactions if tool_names is None or any(r.applies_to(name) for name in tool_names))
+            found = self._plans[tool_names] = (chosen, screen_of(chosen))
         return found
 
     def _is_untrusted(self, tool: bandoneon.Tool) -> bool:

@@ -94,7 +94,7 @@ class PolicyPack(bandoneon.Plugin):
     def before_tool_execution(
         self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]
     ) -> Coroutine[Any, Any, bandoneon.Refuse | bandoneon.Respond | None] | None:
-        if self._enforcer is None or not self._enforcer.rules_for(tool.name):
+        if self._enforcer is None or not self._enforcer.rules_for(tool):
             return None  # most tools: no rule, answered at once
         return self._enforcer.before_tool(run, call, tool, arguments)  # a rule may ask a person: waits
 

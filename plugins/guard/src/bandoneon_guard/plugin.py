@@ -120,7 +120,7 @@ class Guard(bandoneon.Plugin):
     def before_tool_execution(
         self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool, arguments: dict[str, Any]
     ) -> Coroutine[Any, Any, bandoneon.Refuse | bandoneon.Respond | None] | None:
-        if not self._enforcer.rules_for(tool.name):  # most tools: no rule, answered at once
+        if not self._enforcer.rules_for(tool):  # most tools: no rule, answered at once
             return None
         return self._enforcer.before_tool(run, call, tool, arguments)  # a rule may ask a person: waits
 

@@ -19,8 +19,9 @@ class TrifectaWarning(UserWarning):
 
 
 def is_untrusted(tool: bandoneon.Tool, patterns: Iterable[str]) -> bool:
-    """Does ``tool`` return outside text: flagged ``untrusted_output``, or named by a glob in ``patterns``?"""
-    return tool.untrusted_output or "untrusted_output" in tool.capabilities or any(fnmatch.fnmatchcase(tool.name, p) for p in patterns)
+    """Does ``tool`` return outside text: flagged ``untrusted_output``, or named (by any of its
+    ``names``) by a glob in ``patterns``?"""
+    return tool.untrusted_output or "untrusted_output" in tool.capabilities or any(fnmatch.fnmatchcase(name, p) for p in patterns for name in tool.names)
 
 
 def trifecta_legs(tools: Mapping[str, bandoneon.Tool], untrusted_patterns: Iterable[str] = ()) -> dict[str, list[str]]:

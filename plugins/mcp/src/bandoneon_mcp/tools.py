@@ -136,6 +136,7 @@ def make_tool(
         timeout=server.call_timeout,
         context_parameter=_RUN,
         is_async=True,
+        source_name=remote,  # what a policy about the server's tool names, whatever the agent calls it
     )
 
 
