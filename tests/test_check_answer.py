@@ -7,7 +7,7 @@ import attrs
 import bandoneon
 import pytest
 from bandoneon import FinalAnswer, PluginError, SendBack, hookimpl
-from bandoneon.testing import FunctionModel, ScriptedModel, call
+from bandoneon.testing import FunctionModel, ScriptedModel, assert_history_valid, call
 
 
 @attrs.frozen
@@ -39,17 +39,6 @@ class NoSecrets:
 
 def make(model, *plugins, **kwargs):
     return bandoneon.Agent(model, plugins=list(plugins), context_files=False, **kwargs)
-
-
-def assert_history_valid(messages) -> None:
-    pending: set[str] = set()
-    for message in messages:
-        if message.role == "assistant":
-            assert not pending
-            pending = {c.id for c in message.tool_calls}
-        elif message.role == "tool":
-            pending.discard(message.tool_call_id)
-    assert not pending
 
 
 def test_an_accepted_answer_is_unchanged_and_seen_with_its_exit():

@@ -12,7 +12,7 @@ from typing import Any
 
 import bandoneon
 import pytest
-from bandoneon.testing import Fault, FunctionModel, MockLLMServer, Reply, ScriptedModel, call, reply
+from bandoneon.testing import Fault, FunctionModel, MockLLMServer, Reply, ScriptedModel, assert_history_valid, call, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,21 +58,6 @@ def every_installed_plugin(sessions_folder, **session_options: str) -> dict[str,
     return options
 
 
-def well_formed(messages: list[bandoneon.Message]) -> bool:
-    """Every tool call answered exactly once, by a result that follows it."""
-    open_calls: set[str] = set()
-    answered: Counter[str] = Counter()
-    for message in messages:
-        if message.role == "assistant":
-            open_calls |= {c.id for c in message.tool_calls}
-        elif message.role == "tool":
-            if message.tool_call_id not in open_calls:
-                return False
-            open_calls.discard(message.tool_call_id)
-            answered[message.tool_call_id] += 1
-    return not open_calls and all(count == 1 for count in answered.values())
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(before=st.integers(1, 3), steps=st.integers(0, 80), durability=st.sampled_from(["turn", "run", "os"]), on_worker=st.booleans())
 def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tmp_path_factory, monkeypatch, before, steps, durability, on_worker):
@@ -102,7 +87,7 @@ def test_a_run_cancelled_at_any_step_with_every_plugin_leaves_a_working_agent(tm
 
     result = asyncio.run(main())
     assert result.ok and result.output == "Done."
-    assert well_formed(agent.messages)
+    assert_history_valid(agent.messages)
     from bandoneon_sessions import JsonlStore
 
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript  # every message, compacted or not
@@ -178,7 +163,7 @@ def test_whatever_tools_the_model_calls_an_agent_with_every_plugin_answers_and_i
     agent.close()
     # The answer, or a stop rule seeing the same calls again (a policy pack may switch it on).
     assert result.stop == "end_turn" or (result.stop == "no_progress" and script)
-    assert well_formed(agent.messages)
+    assert_history_valid(agent.messages)
     from bandoneon_sessions import JsonlStore
 
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
@@ -233,7 +218,7 @@ def test_whatever_the_server_sends_an_agent_with_every_plugin_ends_cleanly_and_g
             await agent.aclose()
 
         asyncio.run(main())
-    assert well_formed(agent.messages)
+    assert_history_valid(agent.messages)
     from bandoneon_sessions import JsonlStore
 
     assert list(JsonlStore(folder / "sessions").load("s-1").messages) == agent.transcript
@@ -262,4 +247,4 @@ def test_many_agents_with_every_plugin_on_one_loop_at_once_each_keep_their_own_r
     for number, agent in enumerate(agents):
         assert [m.content for m in agent.messages if m.role == "user"] == [f"Round {r} for agent {number}." for r in range(3)]
         assert list(store.load(f"s-{number}").messages) == agent.transcript
-        assert well_formed(agent.messages)
+        assert_history_valid(agent.messages)

@@ -7,26 +7,13 @@ import asyncio
 import bandoneon
 import pytest
 from bandoneon import Message, NoAnswer, RunInProgress, tool
-from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
+from bandoneon.testing import FunctionModel, ScriptedModel, assert_history_valid, call, reply
 
 
 @tool
 def get_forecast(city: str, date: str) -> str:
     """Daily forecast for one city: rain chance and min/max temp. date is YYYY-MM-DD."""
     return f"{city} {date}: rain 80%, 12-18C"
-
-
-def assert_history_valid(messages: list[Message]) -> None:
-    """Every tool call has exactly one result, right after its assistant message."""
-    pending: set[str] = set()
-    for message in messages:
-        if message.role == "assistant":
-            assert not pending, f"unanswered tool calls {pending}"
-            pending = {c.id for c in message.tool_calls}
-        elif message.role == "tool":
-            assert message.tool_call_id in pending
-            pending.discard(message.tool_call_id)
-    assert not pending, f"unanswered tool calls {pending}"
 
 
 def test_a_text_reply_ends_the_run_with_an_answer(bare_agent):

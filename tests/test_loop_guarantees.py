@@ -8,8 +8,8 @@ import threading
 
 import bandoneon
 import pytest
-from bandoneon import Message, hookimpl, tool
-from bandoneon.testing import FunctionModel, ScriptedModel, call, reply
+from bandoneon import hookimpl, tool
+from bandoneon.testing import FunctionModel, ScriptedModel, assert_history_valid, call, reply
 
 
 pytestmark = pytest.mark.usefixtures("only_the_core")
@@ -19,19 +19,6 @@ def make_agent(model, **kwargs) -> bandoneon.Agent:
     kwargs.setdefault("plugins", [])
     kwargs.setdefault("context_files", False)
     return bandoneon.Agent(model, **kwargs)
-
-
-def assert_history_valid(messages: list[Message]) -> None:
-    pending: set[str] = set()
-    for message in messages:
-        if message.role == "tool":
-            assert message.tool_call_id in pending
-            pending.discard(message.tool_call_id)
-            continue
-        assert not pending, f"unanswered tool calls {pending}"
-        if message.role == "assistant":
-            pending = {c.id for c in message.tool_calls}
-    assert not pending, f"unanswered tool calls {pending}"
 
 
 @tool

@@ -12,7 +12,7 @@ import bandoneon
 import pytest
 from bandoneon import ConfigError, NoAnswer
 from bandoneon.partial_json import NOTHING, parse_partial
-from bandoneon.testing import MockLLMServer, Reply
+from bandoneon.testing import MockLLMServer, Reply, assert_history_valid
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,18 +51,6 @@ class Escalate:
 def agent_on(server: MockLLMServer, model: str = "m", prefix: str = "openai-compatible", **kwargs) -> bandoneon.Agent:
     kwargs.setdefault("plugins", [])
     return bandoneon.Agent(f"{prefix}:{model}@{server.base_url}", context_files=False, **kwargs)
-
-
-def history_is_valid(messages) -> bool:
-    pending: set[str] = set()
-    for message in messages:
-        if message.role == "assistant":
-            if pending:
-                return False
-            pending = {c.id for c in message.tool_calls}
-        elif message.role == "tool":
-            pending.discard(message.tool_call_id)
-    return not pending
 
 
 # ---------------------------------------------------------------- native mode
@@ -182,7 +170,7 @@ def test_a_server_that_cannot_mix_a_schema_with_tools_gets_a_final_answer_tool(m
     first = mock_llm.requests[0].json
     assert "response_format" not in first
     assert [t["function"]["name"] for t in first["tools"]] == ["lookup", "final_answer"]
-    assert history_is_valid(agent.messages)
+    assert_history_valid(agent.messages)
     with pytest.raises(ConfigError, match="cannot enforce a JSON schema together with tools"):
         agent_on(mock_llm, prefix="llamacpp", tools=[lookup], output_type=City, output_mode="native")
 
@@ -200,7 +188,7 @@ def test_in_tool_mode_plain_text_and_a_bad_answer_are_both_repaired(mock_llm):
     assert "calling the final_answer tool with an object with the fields name, population" in second["content"]
     third = mock_llm.requests[2].json["messages"][-1]
     assert third["role"] == "tool" and "Field 'population' must be an integer, got 709000.5 (a number)." in third["content"]
-    assert history_is_valid(agent.messages)
+    assert_history_valid(agent.messages)
 
 
 def test_a_terminal_tool_input_is_checked_against_the_output_type(mock_llm):

@@ -16,7 +16,7 @@ import attrs
 import bandoneon
 import pytest
 from bandoneon import ConfigError, ImagePart
-from bandoneon.testing import Fault, MockLLMServer, Reply
+from bandoneon.testing import Fault, MockLLMServer, Reply, assert_history_valid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,18 +32,6 @@ class City:
 def agent_on(server: MockLLMServer, **kwargs) -> bandoneon.Agent:
     kwargs.setdefault("plugins", [])
     return bandoneon.Agent(f"openai-compatible:m@{server.base_url}", context_files=False, **kwargs)
-
-
-def history_is_valid(messages) -> bool:
-    pending: set[str] = set()
-    for message in messages:
-        if message.role == "assistant":
-            if pending:
-                return False
-            pending = {c.id for c in message.tool_calls}
-        elif message.role == "tool":
-            pending.discard(message.tool_call_id)
-    return not pending
 
 
 def sse(*chunks: object) -> Fault:
@@ -73,7 +61,7 @@ def test_the_text_of_a_reply_with_several_final_answers_is_the_answer_taken(mock
     result = agent.run_sync("Which city?")
     assert (result.stop, result.output) == ("end_turn", City(taken["name"], taken["population"]))
     assert json.loads(result.text) == taken
-    assert history_is_valid(agent.messages)
+    assert_history_valid(agent.messages)
     assert [m.tool_call_id for m in agent.messages if m.role == "tool"] == [c.id for c in agent.messages[1].tool_calls]
 
 
@@ -122,7 +110,7 @@ def test_streamed_tool_calls_without_an_index_are_assembled_by_their_ids(mock_ll
     assert result.ok, result.detail
     assert [(c.id, c.name, c.arguments) for c in agent.messages[1].tool_calls] == expected
     assert seen == [json.loads(arguments)["city"] for _, _, arguments in expected]
-    assert history_is_valid(agent.messages)
+    assert_history_valid(agent.messages)
 
 
 # ---------------------------------------------------------------- data: URLs

@@ -15,8 +15,8 @@ import bandoneon
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from bandoneon import BadResponse, JsonLimitError, JsonLimits, Message, ServerError, loads_bounded, tool
-from bandoneon.testing import Fault, Reply, ScriptedModel, call, reply
+from bandoneon import BadResponse, JsonLimitError, JsonLimits, ServerError, loads_bounded, tool
+from bandoneon.testing import Fault, Reply, ScriptedModel, assert_history_valid, call, reply
 
 pytestmark = pytest.mark.usefixtures("only_the_core")
 
@@ -27,22 +27,6 @@ def make_agent(model, **kwargs) -> bandoneon.Agent:
     kwargs.setdefault("plugins", [])
     kwargs.setdefault("context_files", False)
     return bandoneon.Agent(model, **kwargs)
-
-
-def assert_history_valid(messages: list[Message]) -> None:
-    """What a strict server checks: every call answered once, right after its message."""
-    pending: set[str] = set()
-    for message in messages:
-        if message.role == "tool":
-            assert message.tool_call_id in pending, f"result for an unknown or answered call {message.tool_call_id}"
-            pending.discard(message.tool_call_id)
-            continue
-        assert not pending, f"unanswered tool calls {pending}"
-        if message.role == "assistant":
-            ids = [c.id for c in message.tool_calls]
-            assert len(ids) == len(set(ids)), f"duplicate call ids {ids}"
-            pending = set(ids)
-    assert not pending, f"unanswered tool calls {pending}"
 
 
 @tool

@@ -8,6 +8,8 @@
   ``WriteLog`` learns where a run's writes fall (``fault_points()``), ``sweep_folder()`` (the
   ``sweep_dir`` fixture) is where a sweep's thousands of files go.
 - ``load_script(path)``: import an example or agent script by path to call its functions.
+- ``assert_history_valid(messages)`` / ``history_problems(messages)``: what a strict server
+  checks of a history (every tool call answered once, right after its message).
 - ``install_distribution(site, name, entry_points, files=...)``: a distribution as pip leaves it
   (modules and dist-info), for tests of plugin discovery.
 - pytest fixtures (installed through the ``pytest11`` entry point): ``mock_llm`` (a running
@@ -16,6 +18,7 @@
 
 from .disk import FaultyDisk, WriteLog, sweep_folder
 from .distributions import install_distribution
+from .history import assert_history_valid, history_problems
 from .models import FunctionModel, ScriptedModel, call, load_script, reply
 from .server import Fault, MockLLMServer, RecordedRequest, Reply
 
@@ -28,7 +31,9 @@ __all__ = [
     "Reply",
     "ScriptedModel",
     "WriteLog",
+    "assert_history_valid",
     "call",
+    "history_problems",
     "install_distribution",
     "load_script",
     "reply",
