@@ -51,6 +51,21 @@ def serve_over_http(*arguments: str, env: dict[str, str] | None = None):
     return process, f"http://127.0.0.1:{port}/mcp"
 
 
+def run_against_served(served: list[str], model: ScriptedModel, *, env: dict[str, str] | None = None, tools=(), plugins=()) -> bandoneon.RunResult:
+    """One run of an agent whose MCP server ``rail`` is ``mcp serve --tools *served*`` over HTTP."""
+    process, url = serve_over_http(*(a for target in served for a in ("--tools", target)), env=env)
+    try:
+        servers = {"rail": {"url": url, "trusted": True}}
+        agent = bandoneon.Agent(model, tools=list(tools), plugins=[McpPlugin(servers=servers), *plugins], context_files=False)
+        try:
+            return agent.run_sync("go")
+        finally:
+            agent.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 @pytest.fixture
 def served():
     process, url = serve_over_http("--tools", "served", "--agent", "served:make_agent")
@@ -91,17 +106,8 @@ async def test_the_served_agent_reports_progress_after_each_turn(served):
 
 def test_policy_packs_apply_to_what_is_served():
     pytest.importorskip("bandoneon_policy_example", reason="needs the example policy pack installed (not in alone-mcp)")
-    process, url = serve_over_http("--tools", "served", env={"BANDONEON_DISABLED_PLUGINS": ""})
-    try:
-        model = ScriptedModel([call("book_ticket", train=7, seat_class="first"), call("book_ticket", train=7, seat_class="tourist")], "ok")
-        agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"rail": {"url": url, "trusted": True}})], context_files=False)
-        try:
-            result = agent.run_sync("book")
-        finally:
-            agent.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    model = ScriptedModel([call("book_ticket", train=7, seat_class="first"), call("book_ticket", train=7, seat_class="tourist")], "ok")
+    result = run_against_served(["served"], model, env={"BANDONEON_DISABLED_PLUGINS": ""})
     first, tourist = tool_results(result)
     assert first[1] and "manager's approval" in first[0]
     assert not tourist[1] and "DNI ***" in tourist[0] and "30.123.456" not in tourist[0]
@@ -134,16 +140,7 @@ def test_tools_served_over_stdio_are_used_by_an_agent_as_a_stdio_server():
 def test_a_served_tool_that_raises_tells_the_client_without_paths_or_passwords():
     """An exception's message is for developers: like an agent's own tools, a served tool's
     failure reaches the client with the password of a DSN and the folders of a path masked."""
-    process, url = serve_over_http("--tools", "served:open_ledger")
-    try:
-        agent = bandoneon.Agent(ScriptedModel(call("open_ledger"), "ok"), plugins=[McpPlugin(servers={"books": {"url": url, "trusted": True}})], context_files=False)
-        try:
-            result = agent.run_sync("open it")
-        finally:
-            agent.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    result = run_against_served(["served:open_ledger"], ScriptedModel(call("open_ledger"), "ok"))
     ((text, is_error),) = tool_results(result)
     assert is_error and "open_ledger failed: could not connect to postgres://app:***@db/prod" in text
     assert "hunter2" not in text and str(HERE) not in text
@@ -154,7 +151,6 @@ def test_a_policy_rule_about_a_servers_tool_holds_when_the_agent_offers_it_under
     ``rail_book_ticket``; a rule about ``book_ticket`` still holds for it, and for the local one,
     and a redaction about it still masks what it returns. (The server serves with no policy.)"""
     guard = pytest.importorskip("bandoneon_guard", reason="needs bandoneon-guard (not in alone-mcp)")
-    process, url = serve_over_http("--tools", "served:book_ticket", env={"BANDONEON_DISABLED_PLUGINS": "policy-example"})
 
     @bandoneon.tool
     def book_ticket(train: int, seat_class: str) -> str:
@@ -164,17 +160,9 @@ def test_a_policy_rule_about_a_servers_tool_holds_when_the_agent_offers_it_under
     rules = [{"name": "tourist-only", "tool": "book_ticket", "argument": "seat_class", "one_of": ["tourist"], "action": "deny"}]
     redactions = [{"name": "national-id", "pattern": r"DNI\s*[\d.]+", "replacement": "DNI ***", "tools": ["book_ticket"]}]
     model = ScriptedModel([call("rail_book_ticket", train=7, seat_class="first"), call("rail_book_ticket", train=7, seat_class="tourist")], "ok")
-    servers = {"rail": {"url": url, "trusted": True}}
-    try:
-        agent = bandoneon.Agent(model, tools=[book_ticket], plugins=[McpPlugin(servers=servers), guard.Guard(rules=rules, redactions=redactions)], context_files=False)
-        try:
-            assert "rail_book_ticket" in agent.tools
-            result = agent.run_sync("book")
-        finally:
-            agent.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    plugins = [guard.Guard(rules=rules, redactions=redactions)]
+    result = run_against_served(["served:book_ticket"], model, env={"BANDONEON_DISABLED_PLUGINS": "policy-example"}, tools=[book_ticket], plugins=plugins)
+    assert [c.name for m in result.messages for c in m.tool_calls] == ["rail_book_ticket", "rail_book_ticket"]
     (first, first_failed), (tourist, tourist_failed) = tool_results(result)
     # Refused by the guard's rule, or first by the example pack's about book_ticket when it runs.
     assert first_failed and ("Blocked by policy" in first or "first-class-needs-approval" in first) and "Booked" not in first
