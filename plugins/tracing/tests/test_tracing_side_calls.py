@@ -8,8 +8,8 @@ from typing import ClassVar
 
 import attrs
 import bandoneon
+import pytest
 from bandoneon.testing import ScriptedModel, call
-from bandoneon_stop import StopRules
 from bandoneon_tracing import Tracing
 
 
@@ -74,7 +74,8 @@ def test_a_side_call_that_fails_ends_its_span_with_the_error_and_the_run_goes_on
 
 
 def test_the_stop_plugins_wrap_up_call_is_an_ended_side_call_not_a_call_cut_short():
-    stop = StopRules(wrap_up_on=["max_turns"])
+    stop_plugin = pytest.importorskip("bandoneon_stop", reason="needs bandoneon-stop (not in alone-tracing)")
+    stop = stop_plugin.StopRules(wrap_up_on=["max_turns"])
     tracing = Tracing()
     agent = bandoneon.Agent(ScriptedModel(call("putt", meters=3), "Best so far: one putt."), tools=[putt], plugins=[tracing, stop], context_files=False, max_turns=1)
     result = agent.run_sync("Hole 1")
