@@ -77,10 +77,11 @@ def test_an_agent_closed_and_run_again_gets_its_server_back():
     [
         ({"command": "/nonexistent/mcp-server"}, "the command was not found"),
         (server("exits.py"), "cannot open the database: permission denied"),
+        (server("exits.py", str(20 * 2**20)), "warming up | cannot open the database: permission denied"),
         (server("garbage.py", startup_timeout=3), "not JSON-RPC (first: "),
         (server("hangs.py", startup_timeout=2), "did not finish starting within 2 s"),
     ],
-    ids=["no-such-command", "exits-at-start", "garbage-on-stdout", "hangs-in-initialize"],
+    ids=["no-such-command", "exits-at-start", "exits-after-20-MiB-of-logs", "garbage-on-stdout", "hangs-in-initialize"],
 )
 def test_a_server_that_does_not_start_is_a_clear_warning_and_the_run_goes_on(options, said):
     with pytest.warns(McpServerWarning, match="MCP server 'bad'") as warned:

@@ -9,6 +9,7 @@ multiplexed over the one session by request id.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from contextlib import AsyncExitStack
 from typing import IO, Any
@@ -269,12 +270,16 @@ def _reason(exc: BaseException) -> str:
 
 
 def _tail(stream: IO[str] | None, limit: int = 300) -> str:
+    """The last lines the server wrote on stderr, read from the end of its file: the file grows
+    for as long as the server runs, and only its end is quoted. (The server writes through its
+    own descriptor; this side reads the bytes and never through the text wrapper.)"""
     if stream is None or stream.closed:
         return ""
     try:
-        stream.flush()
-        stream.seek(0)
-        text = stream.read().strip()
+        raw = stream.buffer  # type: ignore[attr-defined]  # a TemporaryFile in text mode has one
+        end = raw.seek(0, os.SEEK_END)
+        raw.seek(max(0, end - 4 * limit))  # a character is at most 4 bytes of UTF-8
+        text = raw.read().decode("utf-8", errors="replace").strip()
     except (OSError, ValueError):
         return ""
     return " | ".join(text[-limit:].splitlines()[-3:]) if text else ""
