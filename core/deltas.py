@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .events import OutputDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .output import OUTPUT_TOOL, WRAPPER_KEY, OutputInvalid, OutputSpec
-from .partial_json import NOTHING, Nesting, parse_partial
+from .partial_json import NOTHING, parse_partial
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 __all__ = ["DeltaForwarder"]
 
 #: An answer shorter than this is parsed again after every piece; a longer one once it has
-#: grown by a sixteenth, and when it closes. Parsed after every piece, a long answer cost time
-#: in the square of its length (25 KB in 4-character pieces: 21 s of CPU on the event loop).
+#: grown by a sixteenth, and when the reply is complete (``finish``). Parsed after every piece,
+#: a long answer cost time in the square of its length (25 KB in 4-character pieces: 21 s of
+#: CPU on the event loop).
 _PARSE_EVERY_PIECE_UNDER = 1024
 
 
@@ -24,7 +25,7 @@ class DeltaForwarder:
     """Turns a provider's streamed pieces into ``text_delta`` / ``tool_call_delta`` events,
     and a typed answer's pieces into ``output_delta`` events."""
 
-    __slots__ = ("answer", "answer_index", "answer_size", "delivered", "nesting", "next_parse", "parts", "run")
+    __slots__ = ("answer", "answer_index", "answer_size", "delivered", "next_parse", "parsed_size", "parts", "run")
 
     def __init__(self, run: RunContext):
         self.run = run
@@ -33,12 +34,21 @@ class DeltaForwarder:
         self.answer: list[str] | None = [] if run.output is not None else None
         self.answer_index: int | None = None
         self.answer_size = 0
+        self.parsed_size = 0
         self.next_parse = 0
-        self.nesting = Nesting()
 
     @property
     def text(self) -> str:
         return "".join(self.parts)
+
+    @property
+    def unparsed(self) -> bool:
+        """Pieces of the typed answer came since it was last parsed (``finish`` parses them)."""
+        return self.answer is not None and self.answer_size > self.parsed_size
+
+    async def finish(self) -> None:
+        """The reply is complete: the last ``output_delta`` carries the whole answer."""
+        await self._parse()
 
     async def __call__(self, kind: str, payload: Any) -> None:
         self.delivered = True
@@ -59,14 +69,17 @@ class DeltaForwarder:
                 await self._answer_piece(piece)
 
     async def _answer_piece(self, piece: str) -> None:
-        assert self.answer is not None and self.run.output is not None
+        assert self.answer is not None
         self.answer.append(piece)
         self.answer_size += len(piece)
-        self.nesting.feed(piece)
-        if self.answer_size < self.next_parse and not self.nesting.is_closed:
-            return
-        if self.answer_size >= _PARSE_EVERY_PIECE_UNDER:
-            self.next_parse = self.answer_size + self.answer_size // 16
+        if self.answer_size >= self.next_parse:
+            await self._parse()
+
+    async def _parse(self) -> None:
+        assert self.answer is not None and self.run.output is not None
+        size = self.parsed_size = self.answer_size
+        if size >= _PARSE_EVERY_PIECE_UNDER:
+            self.next_parse = size + size // 16
         try:
             partial = parse_partial("".join(self.answer))
         except ValueError:

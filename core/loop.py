@@ -369,6 +369,8 @@ async def call_model(run: RunContext, request: ModelRequest, *, side: bool = Fal
                 await delivering
             await asyncio.sleep(decision.delay)
             continue
+        if streamed is not None and streamed.unparsed:
+            await streamed.finish()
         run.usage = run.usage + reply.usage
         key = model_id(run.provider)
         earlier = run.usage_by_model.get(key)

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["NOTHING", "Nesting", "parse_partial"]
+__all__ = ["NOTHING", "parse_partial"]
 
 #: Nothing usable yet (the text is empty, or holds only an unfinished scalar).
 NOTHING: Any = object()
@@ -151,38 +151,3 @@ class _Parser:
             raise _End(json.loads(body + '"'))
         except ValueError:
             raise _End(NOTHING) from None
-
-
-class Nesting:
-    """Whether a JSON text streaming in has closed its outermost array or object, followed a
-    piece at a time (brackets inside strings do not count): the end of a value is known
-    without parsing the whole text again."""
-
-    __slots__ = ("depth", "is_escaped", "is_in_string", "is_opened")
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.is_in_string = False
-        self.is_escaped = False
-        self.is_opened = False
-
-    def feed(self, piece: str) -> None:
-        for char in piece:
-            if self.is_in_string:
-                if self.is_escaped:
-                    self.is_escaped = False
-                elif char == "\\":
-                    self.is_escaped = True
-                elif char == '"':
-                    self.is_in_string = False
-            elif char == '"':
-                self.is_in_string = True
-            elif char in "[{":
-                self.depth += 1
-                self.is_opened = True
-            elif char in "]}":
-                self.depth -= 1
-
-    @property
-    def is_closed(self) -> bool:
-        return self.is_opened and self.depth <= 0
