@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 
 import attrs
 
-__all__ = ["json_schema", "object_fields", "parse_docstring", "type_phrase"]
+__all__ = ["json_schema", "literal_value", "object_fields", "parse_docstring", "type_phrase"]
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -63,7 +63,7 @@ def _schema(tp: Any) -> dict[str, Any]:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is Literal:
-        return {"enum": [_literal_value(a) for a in args]}
+        return {"enum": [literal_value(a) for a in args]}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return {"enum": [member.value for member in tp]}
     if _is_union(tp):
@@ -186,7 +186,7 @@ def type_phrase(tp: Any) -> str:
         return simple[tp]
     origin = typing.get_origin(tp)
     if origin is Literal:
-        return "one of " + ", ".join(repr(_literal_value(a)) for a in typing.get_args(tp))
+        return "one of " + ", ".join(repr(literal_value(a)) for a in typing.get_args(tp))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "one of " + ", ".join(repr(m.value) for m in tp)
     if _is_union(tp):
@@ -204,8 +204,9 @@ def type_phrase(tp: Any) -> str:
     return getattr(tp, "__name__", repr(tp))
 
 
-def _literal_value(value: Any) -> Any:
-    """A ``Literal``'s value as JSON has it: an enum member (``Literal[Colour.RED]``) is its value."""
+def literal_value(value: Any) -> Any:
+    """A ``Literal``'s value as JSON has it: an enum member (``Literal[Colour.RED]``) is its value
+    (the schema offers it so, and an answer is matched against it so)."""
     return value.value if isinstance(value, enum.Enum) else value
 
 

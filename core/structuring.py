@@ -7,7 +7,6 @@ every problem becomes one sentence that names the field, what was expected and w
 from __future__ import annotations
 
 import collections.abc
-import enum
 import functools
 import json
 import typing
@@ -15,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 
-from .schema import object_fields, type_phrase
+from .schema import literal_value, object_fields, type_phrase
 
 if TYPE_CHECKING:
     import cattrs
@@ -173,7 +172,7 @@ def _strict_literal(value: Any, tp: Any) -> Any:
     ``1`` and gave the caller a boolean. Numbers match across int and float (``1.0`` is ``1``,
     as for an ``int`` field); an enum member is matched by its value."""
     for choice in typing.get_args(tp):
-        expected = choice.value if isinstance(choice, enum.Enum) else choice
+        expected = literal_value(choice)
         if value == expected and (type(value) is type(expected) or {type(value), type(expected)} == {int, float}):
             return choice
     raise _Mismatch(tp, value)
