@@ -230,11 +230,10 @@ class Sessions(bandoneon.Plugin):
         written.early.add(result.call.id)
         written.unsynced = True
         try:
-            with written.on_worker:
-                if written.redacts:  # masked as a message, like every other record
-                    writer.append(run.agent.redact([result.to_message()]), sync=False)
-                else:
-                    writer.append_result(result)
+            if written.redacts:  # masked as a message, like every other record
+                writer.append(run.agent.redact([result.to_message()]), sync=False)
+            else:
+                writer.append_result(result)
         except (OSError, SessionError) as exc:
             log.warning("session %r: the result of %s could not be written yet (%s); it goes with the next write", self.session_id, result.call.name, exc)
 
@@ -322,8 +321,7 @@ class Sessions(bandoneon.Plugin):
         if sync and not self._sync_on_loop(writer):
             return self._flush_on_thread(writer, masked, usage=usage, clear=bool(replaced))
         # A buffered write, or a fast flush, costs less than the hop to a thread.
-        with written.on_worker:
-            writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
+        writer.append(masked, usage=usage, clear=bool(replaced), sync=sync)
         written.unsynced = not sync and (written.unsynced or bool(new))
         return None
 
@@ -424,9 +422,9 @@ class _Written:
         #: A run cancelled while its flush waited on a worker leaves that write going
         #: (``in_flight``, until the loop hears it ended), and the session's next write must
         #: come after it, or batches would reach the file out of order (or a closed file). The
-        #: next flush awaits it; what cannot await (a result written as its call finished,
-        #: ``close``) waits on ``on_worker``, held from a flush's hand-over to a worker until
-        #: its write ended: free otherwise, as each flush is awaited before the next save.
+        #: next flush awaits it (every other write of a run follows a flush of that run);
+        #: ``close``, which cannot await, waits on ``on_worker``, held from a flush's hand-over
+        #: to a worker until its write ended.
         self.in_flight: asyncio.Future[None] | None = None
         self.on_worker = threading.Lock()
 
