@@ -73,7 +73,7 @@ from .masking import mask_error_message
 from .ranges import Range, in_range
 from .result import RunResult
 from .stash import Stash, StashKey
-from .text import as_unicode, for_terminal, markdown_code, markdown_text, plural
+from .text import as_unicode, for_terminal, markdown_code, markdown_text, plural, visible_text
 from .structuring import StructureError, structure, unstructure
 from .tools import CAPABILITIES, Tool, tool
 
@@ -104,15 +104,17 @@ if TYPE_CHECKING:  # loaded on first use at run time (see __getattr__); typed fo
     from .providers import openai_wire
     from .providers.openai import OpenAICompatible
     from .providers.openai_wire import ChunkAssembler, WireOptions
+    from .toolrun import invoke_tool
 
 __version__ = "0.1.0"
 
 
 #: Public names whose module loads on first use, by module: the OpenAI-compatible provider and
-#: its wire format (see bandoneon.providers), and the events, whose attrs classes a run
-#: creates when it starts (the loop imports them); ``import bandoneon`` alone (a CLI, a config
-#: check) skips them (issue #19).
+#: its wire format (see bandoneon.providers), the events, whose attrs classes a run creates
+#: when it starts (the loop imports them), and the loop's way of running one tool (asyncio);
+#: ``import bandoneon`` alone (a CLI, a config check) skips them (issue #19).
 _DEFERRED = {
+    "invoke_tool": "toolrun",
     **dict.fromkeys(("ChunkAssembler", "OpenAICompatible", "WireOptions", "openai_wire"), "providers"),
     **dict.fromkeys(
         (
@@ -261,6 +263,7 @@ __all__ = [
     "import_object",
     "in_range",
     "installed_plugins",
+    "invoke_tool",
     "iter_sse",
     "load_config",
     "load_plugin",
@@ -285,5 +288,6 @@ __all__ = [
     "tool",
     "unstructure",
     "unstructure_json",
+    "visible_text",
     "write_atomically",
 ]

@@ -5,15 +5,18 @@ and to show.
 enters a run (the prompt, a tool's result, JSON from a server or a model), so every store can
 write what a run holds as UTF-8. ``for_terminal`` is how every command of bandoneon and its
 plugins shows text it did not write itself (a model's reply, a tool's output, a saved session,
-a trace or memory file) on a terminal: shown, never obeyed; ``markdown_code`` and
-``markdown_text`` are how such text goes into Markdown that someone's viewer renders.
+a trace or memory file) on a terminal: shown, never obeyed; ``visible_text`` is outside text
+as a person would see it, before a model reads it (a guard looking for a wrapper's tags, an MCP
+server's descriptions); ``markdown_code`` and ``markdown_text`` are how such text goes into
+Markdown that someone's viewer renders.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["as_unicode", "for_terminal", "markdown_code", "markdown_text", "plural"]
+__all__ = ["as_unicode", "for_terminal", "markdown_code", "markdown_text", "plural", "visible_text"]
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -59,6 +62,33 @@ def for_terminal(text: str) -> str:
     what a person reads (before approving a call, say). Newlines and tabs stay; carriage
     returns are dropped. Text with none of these is returned as it is."""
     return _OBEYED.sub(_written_out, text)
+
+
+#: Characters that draw nothing and are not found by their category (``_UNSEEN``): the controls
+#: but tab and newline, the combining grapheme joiner, Hangul fillers, Khmer and Mongolian
+#: invisibles, variation selectors, Unicode tags and the rest of the default-ignorable code points.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164"
+    "\ufe00-\ufe0f\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+#: Categories that draw nothing a person could read: format characters (bidirectional controls,
+#: zero-width characters), surrogates, private-use and unassigned code points.
+_UNSEEN = frozenset({"Cf", "Cs", "Co", "Cn"})
+
+
+def visible_text(text: str) -> str:
+    """``text`` without the characters a person does not see but a model reads: controls (tab
+    and newline kept; a carriage return dropped), format characters (bidirectional controls,
+    zero-width characters), Unicode tags and the other default-ignorable code points,
+    surrogates, private-use and unassigned code points. Hidden instructions, and a tag split
+    by an invisible character, show as what a reader takes them for."""
+    text = _INVISIBLE.sub("", text)
+    if text.isascii():
+        return text
+    # Looked up once per distinct character (a page has a few hundred), not per character.
+    for unseen in [c for c in set(text) if unicodedata.category(c) in _UNSEEN]:
+        text = text.replace(unseen, "")
+    return text
 
 
 _BACKTICKS = re.compile("`+")

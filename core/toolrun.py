@@ -25,7 +25,7 @@ from .tools import ArgumentsError, Tool
 if TYPE_CHECKING:
     from .context import RunContext
 
-__all__ = ["ToolAborted", "cut_off", "run_tools", "unique_call_ids"]
+__all__ = ["ToolAborted", "cut_off", "invoke_tool", "run_tools", "unique_call_ids"]
 
 log = logging.getLogger("bandoneon.loop")
 
@@ -148,32 +148,12 @@ async def _run_together(run: RunContext, to_run: list[tuple[int, ToolCall, Tool,
 
 
 async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[str, Any], *, in_thread: bool) -> ToolResult:
-    """One authorised call: run it (on a worker thread if it is sync and ``in_thread`` or a
-    timeout applies), turn failures into error results, pass the result through the hooks."""
+    """One authorised call: run it (``invoke_tool``), pass the result through the hooks."""
     if run.wants_events and (delivering := run._emit(run, ToolStart(run.run_id, call, arguments))) is not None:
         await delivering
-    timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
-    # Under a run deadline a sync tool runs on a worker thread too, so the deadline can cut it.
-    in_thread = in_thread or timeout is not None or run.agent.run_timeout is not None
     started = time.perf_counter()
-    is_error = False
-    deadline = None
     try:
-        if timeout is None:
-            content = await tool.invoke(arguments, run, in_thread=in_thread)
-        else:
-            async with asyncio.timeout(timeout) as deadline:
-                content = await tool.invoke(arguments, run, in_thread=True)
-    except ToolError as exc:
-        content, is_error = str(exc), True
-    except Exception as exc:
-        is_error = True
-        if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
-            content = f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request."
-        else:
-            log.warning("tool %s raised", tool.name, exc_info=True)  # the full message and traceback stay here
-            message = mask_error_message(str(exc), project=run.agent.cwd or Path.cwd())
-            content = f"{tool.name} failed: {message}" if message else f"{tool.name} failed ({type(exc).__name__})."
+        content, is_error = await invoke_tool(run, tool, arguments, in_thread=in_thread)
     except asyncio.CancelledError:
         raise
     except BaseException as exc:
@@ -183,6 +163,32 @@ async def _run_one(run: RunContext, call: ToolCall, tool: Tool, arguments: dict[
     if run.wants_events and (delivering := run._emit(run, ToolEnd(run.run_id, call, result.content, result.is_error, result.duration))) is not None:
         await delivering
     return result
+
+
+async def invoke_tool(run: RunContext, tool: Tool, arguments: dict[str, Any], *, in_thread: bool = False) -> tuple[str, bool]:
+    """Run one authorised call as the loop does, and answer ``(content, is_error)``: within the
+    tool's ``timeout`` (else the agent's ``tool_timeout``), a sync tool on a worker thread when
+    ``in_thread`` or a time limit applies (so the limit can cut it), and a failure turned into
+    the sentence the model reads: a ``ToolError``'s message, a timeout said as one, any other
+    exception's message masked (``mask_error_message``; the traceback goes to the log). For
+    whatever runs a tool outside a turn (``bandoneon mcp serve``) and must answer as a run would."""
+    timeout = tool.timeout if tool.timeout is not None else run.agent.tool_timeout
+    # Under a run deadline a sync tool runs on a worker thread too, so the deadline can cut it.
+    in_thread = in_thread or timeout is not None or run.agent.run_timeout is not None
+    deadline = None
+    try:
+        if timeout is None:
+            return await tool.invoke(arguments, run, in_thread=in_thread), False
+        async with asyncio.timeout(timeout) as deadline:
+            return await tool.invoke(arguments, run, in_thread=True), False
+    except ToolError as exc:
+        return str(exc), True
+    except Exception as exc:
+        if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
+            return f"{tool.name} took longer than {timeout:g} seconds and was stopped. Try a smaller request.", True
+        log.warning("tool %s raised", tool.name, exc_info=True)  # the full message and traceback stay here
+        message = mask_error_message(str(exc), project=run.agent.cwd or Path.cwd())
+        return (f"{tool.name} failed: {message}" if message else f"{tool.name} failed ({type(exc).__name__})."), True
 
 
 async def _answered(run: RunContext, result: ToolResult, tool: Tool | None) -> ToolResult:

@@ -1,9 +1,8 @@
 """The short ways the guard reads outside text give exactly what the full reading gives.
 
-ASCII text skips compatibility folding and the search for format characters (NFKC leaves
-ASCII alone, and no ASCII character is a format character); other text looks for format
-characters among its distinct characters. The reference here is the full reading done
-character by character, as it was before the short ways: over generated hostile text
+ASCII text skips compatibility folding (NFKC leaves ASCII alone), and ``bandoneon.visible_text``
+looks for the characters it drops among the text's distinct characters. The reference here is
+the full reading done character by character, as it was before the short ways: over generated hostile text
 (entities, controls, format and other invisible characters, fullwidth forms, look-alikes,
 combining marks), both read the same text and find the same wrapper tags.
 """
@@ -16,17 +15,17 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import bandoneon
 from bandoneon_guard import mark_untrusted, wrapper_tags
-from bandoneon_guard.marking import _INVISIBLE, _TAG, _as_read
+from bandoneon_guard.marking import _TAG, _as_read
 
 
 def full_reading(text: str) -> str:
-    """Entities decoded until none is left, NFKC, invisible characters and every format
-    character removed, one character at a time."""
+    """Entities decoded until none is left, NFKC, then each character a person does not see
+    removed, one character at a time."""
     while (decoded := html.unescape(text)) != text:
         text = decoded
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return "".join(c for c in unicodedata.normalize("NFKC", text) if bandoneon.visible_text(c))
 
 
 _PIECES = st.sampled_from(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import bandoneon
 from bandoneon.testing import FunctionModel, call
 
@@ -34,3 +36,10 @@ def make_agent() -> bandoneon.Agent:
 def open_ledger() -> str:
     """Open the ledger database."""
     raise RuntimeError(f"could not connect to postgres://app:hunter2@db/prod (config {__file__})")
+
+
+@bandoneon.tool(timeout=2)
+def wait_for_the_printer() -> str:
+    """Wait until the printer answers (it never does); two seconds at most."""
+    time.sleep(3600)
+    return "printed"

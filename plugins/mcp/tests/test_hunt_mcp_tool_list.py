@@ -33,7 +33,7 @@ def test_names_that_differ_only_past_the_64th_character_stay_two_tools():
     try:
         long_names = [name for name in agent.tools if name.startswith("read_the_quarterly")]
         assert len(long_names) == 2 and all(len(name) <= 64 for name in long_names)
-        assert sorted(agent.tools[name].description for name in long_names) == ["The north office.", "The south office."]
+        assert sorted(agent.tools[name].description for name in long_names) == ["The north office. (from MCP server 're')", "The south office. (from MCP server 're')"]
     finally:
         agent.close()
 

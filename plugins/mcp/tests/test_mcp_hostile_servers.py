@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import bandoneon
+import bandoneon_mcp.config
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin, McpServerRestarted, McpServerWarning
@@ -146,6 +147,34 @@ def test_a_tool_whose_schema_is_not_a_schema_is_left_out_and_the_agent_is_built(
     finally:
         agent.close()
     assert tool_results(result) == [("fine", False)]
+
+
+def test_a_tool_whose_schema_would_fill_the_models_context_is_left_out_and_the_agent_is_built():
+    """Descriptions are cut (test_mcp_descriptions); the rest of a schema (enums, property names)
+    cannot be, so a tool whose schema is above the README's 64 KiB is not offered at all."""
+    huge = {"type": "object", "properties": {"city": {"enum": [f"city number {n:06d}" for n in range(4000)]}}}
+    with pytest.warns(McpServerWarning, match=r"MCP server 'raw': tool 'reflect' has an input schema of \d+ characters .*The tool was left out"):
+        agent = agent_with({"raw": raw(args=[str(SERVERS / "raw.py"), json.dumps(huge)])}, call("pid"), "ok")
+    try:
+        assert sorted(agent.tools) == ["pid"]
+        result = agent.run_sync("pid")
+    finally:
+        agent.close()
+    assert result.ok and not tool_results(result)[0][1]
+
+
+async def test_a_resource_the_server_never_sends_is_given_up_at_the_default_limit(monkeypatch):
+    """Not only tool calls: a request of the Python API (and of the resource tools) waits
+    call_timeout, else DEFAULT_CALL_TIMEOUT (60 s, made 2 here), and the server is still used."""
+    monkeypatch.setattr(bandoneon_mcp.config, "DEFAULT_CALL_TIMEOUT", 2)
+    mcp = McpPlugin(servers={"raw": raw(env={"CASE": "unread"})})
+    agent = bandoneon.Agent(ScriptedModel(), plugins=[mcp], context_files=False)
+    try:
+        with pytest.raises(TimeoutError, match="MCP server 'raw' did not answer resources/read within 2 s"):
+            await mcp.read_resource("notes://never", server="raw")
+        assert [tool.name for tool in (await mcp.list_tools())["raw"]] == ["reflect", "pid"]
+    finally:
+        await agent.aclose()
 
 
 async def test_an_agent_closed_during_a_call_leaves_no_server_running(tmp_path):

@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 import bandoneon
+import bandoneon_mcp.config
 import pytest
 from bandoneon.testing import ScriptedModel, call
 from bandoneon_mcp import McpPlugin, McpServerRestarted, McpServerWarning
@@ -95,6 +96,18 @@ def test_a_server_that_does_not_start_is_a_clear_warning_and_the_run_goes_on(opt
     assert result.ok and tool_results(result) == [("still here", False)]
 
 
+def test_what_a_running_server_logs_takes_bounded_room_and_does_not_stop_it():
+    """A server that logs 20 MiB before it answers starts and answers, and where its stderr
+    goes holds at most the README's 64 KiB of it (not a file that grows while it runs)."""
+    agent = agent_with({"chatty": server("chatty.py", str(20 * 2**20))}, call("pid"), "ok")
+    try:
+        [(pid, is_error)] = tool_results(agent.run_sync("pid"))
+        held = os.stat(f"/proc/{pid}/fd/2").st_size
+    finally:
+        agent.close()
+    assert not is_error and held <= 64 * 1024
+
+
 def test_a_required_server_that_does_not_start_stops_the_agent_being_built():
     with pytest.raises(bandoneon.ConfigError, match="permission denied.*marked required"):
         agent_with({"bad": server("exits.py", required=True)})
@@ -141,6 +154,26 @@ async def test_tool_timeout_cancels_the_call_on_the_server(tmp_path):
         await agent.aclose()
     [(content, is_error)] = tool_results(result)
     assert is_error and "took longer than 2 seconds" in content
+
+
+async def test_a_call_the_server_never_answers_ends_at_the_default_limit_and_the_next_run_works(tmp_path, monkeypatch):
+    """Neither call_timeout nor tool_timeout: the call still ends (after DEFAULT_CALL_TIMEOUT,
+    60 s, made 2 here), with a sentence that says so, and the server saw it cancelled."""
+    monkeypatch.setattr(bandoneon_mcp.config, "DEFAULT_CALL_TIMEOUT", 2)
+    marker = tmp_path / "marker"
+    replies = (call("slow", seconds=3600, marker=str(marker)), "gave up", call("echo", text="next run"), "ok")
+    # run_timeout only keeps a regression from hanging the suite; the call must end well before.
+    agent = agent_with({"box": own_box("default-limit")}, *replies, run_timeout=120)
+    try:
+        first = await agent.run("slow")
+        await wait_for(lambda: "cancelled" in lines(marker), "the server saw the cancellation")
+        second = await agent.run("echo")
+    finally:
+        await agent.aclose()
+    assert first.ok, first.detail
+    [(content, is_error)] = tool_results(first)
+    assert is_error and "MCP server 'box' did not answer slow within 2 s; the call was cancelled" in content
+    assert tool_results(second) == [("next run", False)]
 
 
 async def test_agent_cancel_cancels_the_call_on_the_server(tmp_path):

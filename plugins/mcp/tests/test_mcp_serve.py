@@ -78,7 +78,7 @@ def test_an_agent_calls_tools_and_an_agent_served_by_another_bandoneon_process(s
     model = ScriptedModel([call("add", a=40, b=2), call("ask_agent", brief="Add two and three.")], "Both done.")
     agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"peer": {"url": served, "trusted": True}})], context_files=False)
     try:
-        assert sorted(agent.tools) == ["add", "ask_agent", "book_ticket", "open_ledger"]
+        assert sorted(agent.tools) == ["add", "ask_agent", "book_ticket", "open_ledger", "wait_for_the_printer"]
         assert agent.tools["add"].parameters["required"] == ["a", "b"]
         result = agent.run_sync("Use the peer.")
     finally:
@@ -167,3 +167,34 @@ def test_a_policy_rule_about_a_servers_tool_holds_when_the_agent_offers_it_under
     # Refused by the guard's rule, or first by the example pack's about book_ticket when it runs.
     assert first_failed and ("Blocked by policy" in first or "first-class-needs-approval" in first) and "Booked" not in first
     assert not tourist_failed and "DNI ***" in tourist and "30.123.456" not in tourist
+
+
+def test_a_served_tool_is_stopped_at_its_own_timeout_and_the_server_answers_the_next_call():
+    serve = {
+        "command": sys.executable,
+        "args": ["-c", SERVE, "mcp", "serve", "--tools", "served:wait_for_the_printer", "--tools", "served:add"],
+        "env": {"PYTHONPATH": str(HERE), "BANDONEON_DISABLED_PLUGINS": "policy-example"},
+        "call_timeout": 20,  # the client's limit, far above the tool's own two seconds
+    }
+    model = ScriptedModel(call("wait_for_the_printer"), call("add", a=1, b=2), "ok")
+    agent = bandoneon.Agent(model, plugins=[McpPlugin(servers={"peer": serve})], context_files=False)
+    try:
+        result = agent.run_sync("print, then add")
+    finally:
+        agent.close()
+    waited, added = tool_results(result)
+    assert waited == ("wait_for_the_printer took longer than 2 seconds and was stopped. Try a smaller request.", True)
+    assert added == ("3", False)
+
+
+def test_serving_a_module_serves_the_tools_it_defines_not_the_ones_it_imports():
+    serve = {
+        "command": sys.executable,
+        "args": ["-c", SERVE, "mcp", "serve", "--tools", "served_reexports"],
+        "env": {"PYTHONPATH": str(HERE), "BANDONEON_DISABLED_PLUGINS": "policy-example"},
+    }
+    agent = bandoneon.Agent(ScriptedModel(), plugins=[McpPlugin(servers={"peer": serve})], context_files=False)
+    try:
+        assert sorted(agent.tools) == ["multiply"]
+    finally:
+        agent.close()

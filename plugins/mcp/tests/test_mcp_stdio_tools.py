@@ -18,7 +18,7 @@ def test_the_servers_tools_keep_their_name_description_and_schema():
     try:
         assert {"get_current_time", "convert_time"} <= set(agent.tools)
         current = agent.tools["get_current_time"]
-        assert current.description == "Get current time in a specific timezone"
+        assert current.description == "Get current time in a specific timezone (from MCP server 'time')"
         assert current.parameters["required"] == ["timezone"]
         assert current.parameters["properties"]["timezone"]["type"] == "string"
         assert current.untrusted_output  # outside text unless the server is declared trusted

@@ -6,8 +6,8 @@ Marking lowers the odds of an injection; it never removes them. It is one wall o
 Outside text must not be able to end the wrapper early or open a second one. A model reads
 ``&lt;/untrusted&gt;``, ``＜/UNTRUSTED＞`` or ``</untr<untrusted>usted>`` (once the inner tag is
 removed) as a tag, so the check runs on the text *as a reader would see it*: HTML entities
-decoded (repeatedly), compatibility forms folded (NFKC) and invisible format characters
-dropped. Removal repeats until no tag is left, so removing one tag cannot assemble another.
+decoded (repeatedly), compatibility forms folded (NFKC) and what a person does not see
+dropped (``bandoneon.visible_text``). Removal repeats until no tag is left, so removing one tag cannot assemble another.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+
+import bandoneon
 
 __all__ = ["UNTRUSTED_PROMPT", "mark_untrusted", "wrapper_tags"]
 
@@ -49,15 +51,6 @@ _TAG = re.compile(
     rf"{_like('<')}\s*\\?({_like('/')}?)\s*{_like('untrusted')}(?:\b|(?=[{_LOOKALIKES['>']}]))[^\n{_LOOKALIKES['<']}{_LOOKALIKES['>']}]{{0,200}}{_like('>')}?",
     re.IGNORECASE,
 )
-#: Invisible characters that are not format characters (Cf, dropped too): the combining
-#: grapheme joiner, Hangul fillers, Khmer and Mongolian invisibles, variation selectors and
-#: the rest of Unicode's default-ignorable code points, and the controls but tab and newlines
-#: (NUL and the others draw nothing, and some servers drop them before the model reads).
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164"
-    "\ufe00-\ufe0f\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
-)
-
 #: What the wrapper's ``source`` attribute may not hold (a quote would end it).
 _UNSAFE_IN_SOURCE = re.compile(r"[^A-Za-z0-9_.:/-]")
 
@@ -71,22 +64,12 @@ UNTRUSTED_PROMPT = (
 
 def _as_read(text: str) -> str:
     """``text`` as a reader would take it: entities decoded until none is left, compatibility
-    characters folded (fullwidth ``＜`` is ``<``), invisible characters removed."""
+    characters folded (fullwidth ``＜`` is ``<``), what a person does not see removed
+    (``bandoneon.visible_text``: invisible, format, private-use and unassigned characters)."""
     while (decoded := html.unescape(text)) != text:
         text = decoded
-    if text.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is a format character
-        return _INVISIBLE.sub("", text)
-    return _folded(text)
-
-
-def _folded(text: str) -> str:
-    """Decoded ``text`` folded (NFKC) with its invisible and format (Cf) characters removed.
-    The format characters are looked for among the distinct characters of the text (a page
-    has a few hundred), not one by one in a Python loop over every character of it."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    for format_character in [c for c in set(text) if unicodedata.category(c) == "Cf"]:
-        text = text.replace(format_character, "")
-    return text
+    # NFKC leaves ASCII as it is.
+    return bandoneon.visible_text(text if text.isascii() else unicodedata.normalize("NFKC", text))
 
 
 def wrapper_tags(text: str) -> list[str]:

@@ -14,7 +14,12 @@ import attrs
 
 import bandoneon
 
-__all__ = ["Server", "servers_from_options"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "Server", "servers_from_options"]
+
+#: Seconds a request waits when neither ``call_timeout`` nor the agent's ``tool_timeout`` is
+#: set: a server that never answers must not hold an agent for ever (MCP's TypeScript SDK
+#: waits as long by default).
+DEFAULT_CALL_TIMEOUT = 60.0
 
 _SERVER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 _RANGES = {
@@ -40,7 +45,8 @@ class Server:
         ``<server>_`` only when it clashes (see the README's naming rule).
     :param resources: also offer ``list_resources`` / ``read_resource`` tools for this server.
     :param startup_timeout: seconds to start and initialize before giving up.
-    :param call_timeout: seconds one call may take (None: the agent's ``tool_timeout``).
+    :param call_timeout: seconds one request may take (None: the agent's ``tool_timeout`` for
+        a tool call, else ``DEFAULT_CALL_TIMEOUT``; no request waits for ever).
     :param required: an agent cannot be built while this server fails to start (otherwise:
         a warning, and its tools are missing).
     """
@@ -91,6 +97,11 @@ class Server:
     def key(self) -> tuple[Any, ...]:
         """What makes two configurations the same server process (shared by their agents)."""
         return (self.command, tuple(self.args), tuple(sorted(self.env.items())), self.cwd, self.url, tuple(sorted(self.headers.items())))
+
+    def call_limit(self, tool_timeout: float | None = None) -> float:
+        """Seconds one request may take: ``call_timeout``, else the agent's ``tool_timeout``,
+        else ``DEFAULT_CALL_TIMEOUT``."""
+        return self.call_timeout or tool_timeout or DEFAULT_CALL_TIMEOUT
 
     def offers(self, tool_name: str) -> bool:
         """Does the allow/deny filter let this tool through?"""

@@ -9,10 +9,8 @@ multiplexed over the one session by request id.
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from contextlib import AsyncExitStack
-from typing import IO, Any
+from typing import Any
 
 import mcp.types as mcp_types
 import anyio
@@ -23,12 +21,15 @@ import bandoneon
 
 from .config import Server
 from .events import ServerUnavailable
+from .stderr import StderrTail
 
 __all__ = ["Connection"]
 
 _CONNECTION_CLOSED = mcp_types.CONNECTION_CLOSED
 _MAX_TOOL_PAGES = 100
 _GARBAGE_KEPT = 3
+#: Characters of a server's stderr quoted when it fails.
+_QUOTED = 300
 
 
 class Connection:
@@ -48,7 +49,7 @@ class Connection:
         self._lock = asyncio.Lock()
         self._failure: str | None = None
         self._garbage: list[str] = []
-        self._stderr: IO[str] | None = None
+        self._stderr: StderrTail | None = None
         #: Set when its last user closed it: it is never started again (the hub makes a new one).
         self._closed = False
 
@@ -102,14 +103,13 @@ class Connection:
         # The holder leaves its contexts in order: the session, then the transport, whose
         # shutdown closes stdin, then terminates and finally kills the child (bounded waits).
         await asyncio.gather(holder, return_exceptions=True)
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
 
     async def _hold(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(stack))
+                if self._stderr is not None:
+                    self._stderr.spawned()
                 session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
                 # The limit is inside the holder (entered after the session, left before it),
                 # so a server that never answers is shut down like any other: in order.
@@ -142,10 +142,11 @@ class Connection:
     def _transport(self, stack: AsyncExitStack) -> Any:
         server = self.server
         if server.command is not None:
-            # The child's stderr goes to a file, so a failure to start can quote it.
-            self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+            # The child's stderr is drained into a bounded tail, so a failure to start can quote it.
+            self._stderr = StderrTail()
+            stack.callback(self._stderr.spawned)  # also when the process could not be started
             parameters = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env) or None, cwd=server.cwd)
-            return stdio_client(parameters, errlog=self._stderr)
+            return stdio_client(parameters, errlog=self._stderr.for_child)
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         assert server.url is not None
@@ -166,7 +167,7 @@ class Connection:
         said = []
         if self._garbage:
             said.append(f"it wrote {len(self._garbage)}+ line(s) on stdout that are not JSON-RPC (first: {self._garbage[0]})")
-        tail = _tail(self._stderr)
+        tail = self._stderr.tail(_QUOTED) if self._stderr is not None else ""
         if tail:
             said.append(f"its stderr ends with: {tail}")
         return " (" + bandoneon.for_terminal("; ".join(said)) + ")" if said else ""
@@ -181,25 +182,26 @@ class Connection:
             self.tools = await self._request(lambda: _list_tools(session))
         return self.tools
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float | None) -> mcp_types.CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """A tool call; the tool bounds how long it waits (it knows the agent's ``tool_timeout``)."""
         session = self._live_session()
-        return await self._request(lambda: session.call_tool(name, arguments, read_timeout_seconds=timeout))
+        return await self._request(lambda: session.call_tool(name, arguments))
 
     async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
         session = self._live_session()
-        return await self._request(lambda: session.read_resource(uri))
+        return await self._bounded("resources/read", lambda: session.read_resource(uri))
 
     async def list_resources(self) -> list[mcp_types.Resource]:
         session = self._live_session()
-        return await self._request(lambda: _list_all(session.list_resources, "resources"))
+        return await self._bounded("resources/list", lambda: _list_all(session.list_resources, "resources"))
 
     async def list_prompts(self) -> list[mcp_types.Prompt]:
         session = self._live_session()
-        return await self._request(lambda: _list_all(session.list_prompts, "prompts"))
+        return await self._bounded("prompts/list", lambda: _list_all(session.list_prompts, "prompts"))
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> mcp_types.GetPromptResult:
         session = self._live_session()
-        return await self._request(lambda: session.get_prompt(name, arguments))
+        return await self._bounded("prompts/get", lambda: session.get_prompt(name, arguments))
 
     def _live_session(self) -> ClientSession:
         if self._session is None or self._failure is not None:
@@ -216,6 +218,16 @@ class Connection:
                 raise
             self._failure = f"the connection closed ({exc.message}){self._evidence()}"
             raise ServerUnavailable(f"MCP server {self.name!r} stopped: {self._failure}", generation=generation) from None
+
+    async def _bounded(self, method: str, send: Any) -> Any:
+        """A request that is not a tool call, within ``Server.call_limit()``: a server that never
+        answers one must not hold the Python API (or the resource tools) for ever."""
+        limit = self.server.call_limit()
+        try:
+            with anyio.fail_after(limit):
+                return await self._request(send)
+        except TimeoutError:
+            raise TimeoutError(f"MCP server {self.name!r} did not answer {method} within {limit:g} s (call_timeout)") from None
 
     async def _answers_ping(self) -> bool:
         """Is the server still there? The SDK's code for a closed connection (-32000) opens
@@ -267,20 +279,3 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_reason(inner) for inner in exc.exceptions)
     return str(exc) or type(exc).__name__
-
-
-def _tail(stream: IO[str] | None, limit: int = 300) -> str:
-    """The last lines the server wrote on stderr, read from the end of its file: the file grows
-    for as long as the server runs, and only its end is quoted. (The server writes through its
-    own descriptor; this side reads the bytes and never through the text wrapper.)"""
-    if stream is None or stream.closed:
-        return ""
-    try:
-        raw = stream.buffer  # type: ignore[attr-defined]  # a TemporaryFile in text mode has one
-        end = raw.seek(0, os.SEEK_END)
-        raw.seek(max(0, end - 4 * limit))  # a character is at most 4 bytes of UTF-8
-        text = raw.read().decode("utf-8", errors="replace").strip()
-    except (OSError, ValueError):
-        return ""
-    return " | ".join(text[-limit:].splitlines()[-3:]) if text else ""
-

@@ -20,10 +20,11 @@ import bandoneon
 from . import hookspecs
 from .config import Server, servers_from_options
 from .connection import Connection
+from .descriptions import schema_of, tool_description
 from .events import McpToolsChanged, ServerUnavailable
 from .hub import hub
 from .resources import resource_tools
-from .tools import InvalidSchema, bandoneon_name, call_with_restart, description_of, make_tool
+from .tools import InvalidSchema, bandoneon_name, call_with_restart, make_tool
 
 __all__ = ["McpPlugin", "McpServerWarning"]
 
@@ -264,7 +265,7 @@ class McpPlugin(bandoneon.Plugin):
 
 def _differs(offered: bandoneon.Tool | None, server_name: str, listed: mcp_types.Tool) -> bool:
     """Does the server's new listing of a tool differ from the tool the agent offers?"""
-    return offered is not None and (offered.parameters != dict(listed.input_schema) or offered.description != description_of(server_name, listed))
+    return offered is not None and (offered.parameters != schema_of(listed) or offered.description != tool_description(server_name, listed))
 
 
 def _taken(agent: bandoneon.Agent) -> set[str]:

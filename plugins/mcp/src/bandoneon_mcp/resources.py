@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import bandoneon
 
+from .descriptions import server_words
 from .results import resource_text
 from .tools import bandoneon_name
 
@@ -30,9 +31,9 @@ def resource_tools(plugin: McpPlugin, server_name: str, taken: Collection[str]) 
             return f"MCP server {server_name!r} lists no resources."
         lines = []
         for resource in found:
-            about = f": {resource.description}" if resource.description else ""
+            about = f": {_one_line(resource.description)}" if resource.description else ""
             mime = f" ({resource.mime_type})" if resource.mime_type else ""
-            lines.append(f"{resource.uri} — {resource.name}{mime}{about}")
+            lines.append(f"{resource.uri} — {_one_line(resource.name)}{mime}{about}")
         return "\n".join(lines)
 
     async def read_resource(uri: Annotated[str, "The resource's URI, as list_resources gives it."]) -> str:
@@ -56,3 +57,8 @@ def resource_tools(plugin: McpPlugin, server_name: str, taken: Collection[str]) 
             )(function)
         )
     return made
+
+
+def _one_line(said: str) -> str:
+    """A server's words on one line of the catalogue (``server_words``, white space runs as one space)."""
+    return " ".join(server_words(said).split())

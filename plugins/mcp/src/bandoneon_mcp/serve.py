@@ -15,7 +15,6 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import mcp.types as mcp_types
@@ -31,7 +30,9 @@ BRIEF_DESCRIPTION = "The whole task: the goal, the constraints, what a good answ
 
 
 def load_served_tools(target: str) -> list[bandoneon.Tool]:
-    """The tools named by ``MODULE[:ATTR]``: a tool, a list of them, or every tool in the module."""
+    """The tools named by ``MODULE[:ATTR]``: a tool, a list of them, or every tool the module
+    defines. A tool it imports from elsewhere (for its own use: an admin tool, a helper's) is not
+    served unless named with ``:ATTR``: serving reaches other processes, so it takes a choice."""
     if ":" in target:
         found = bandoneon.import_object(target, what="--tools")
         values = found if isinstance(found, list | tuple) else [found]
@@ -40,10 +41,10 @@ def load_served_tools(target: str) -> list[bandoneon.Tool]:
             module = importlib.import_module(target)
         except ImportError as exc:
             raise bandoneon.ConfigError(f"--tools {target!r}: the module cannot be imported: {exc}") from None
-        values = [v for v in vars(module).values() if isinstance(v, bandoneon.Tool)]
+        values = [v for v in vars(module).values() if isinstance(v, bandoneon.Tool) and getattr(v.function, "__module__", None) == module.__name__]
     tools = [v if isinstance(v, bandoneon.Tool) else bandoneon.tool(v) for v in values]
     if not tools:
-        raise bandoneon.ConfigError(f"--tools {target!r}: no bandoneon tools found there")
+        raise bandoneon.ConfigError(f"--tools {target!r}: no bandoneon tools defined there (a tool a module imports is served when named: MODULE:ATTR)")
     return tools
 
 
@@ -95,14 +96,9 @@ class _Served:
         elif tool.needs_approval:
             return _result(f"{name} needs a person's approval, which cannot be asked over MCP, so it did not run.", is_error=True)
         else:
-            try:
-                content, is_error = await tool.invoke(checked, run, in_thread=True), False
-            except bandoneon.ToolError as exc:
-                content, is_error = str(exc), True
-            except Exception as exc:  # the message is for developers: the caller gets it without paths or passwords
-                log.warning("served tool %s raised", name, exc_info=True)
-                message = bandoneon.mask_error_message(str(exc), project=Path.cwd())
-                content, is_error = (f"{name} failed: {message}" if message else f"{name} failed ({type(exc).__name__})."), True
+            # As a run would: within the tool's timeout (else the host's tool_timeout), a
+            # failure a sentence without the paths or passwords of its message.
+            content, is_error = await bandoneon.invoke_tool(run, tool, checked, in_thread=True)
         result = await hooks.after_tool_execution(run, call, tool, bandoneon.ToolResult(call, content, is_error=is_error, arguments=checked))
         return _result(result.content, is_error=result.is_error)
 

@@ -1,6 +1,7 @@
 """An MCP server's tools as bandoneon tools.
 
-Each keeps the server's description and JSON schema as given. The model's arguments are
+Each keeps the server's description and JSON schema, their text as ``descriptions`` lets the
+model read it (cut, hidden characters dropped, the server named). The model's arguments are
 checked against that schema (jsonschema) before any request goes out, so a wrong call costs
 one short sentence, not a round trip. The result becomes text (``results``); ``isError``
 becomes an error result the model reads.
@@ -13,6 +14,8 @@ the agent (its own tools, another plugin's, an earlier server's): then it become
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import Callable, Collection
 from typing import Any
@@ -25,11 +28,12 @@ from pydantic import ValidationError
 import bandoneon
 
 from .config import Server
+from .descriptions import schema_of, tool_description
 from .events import McpServerRestarted, ServerUnavailable
 from .hub import Hub
 from .results import tool_result_text
 
-__all__ = ["InvalidSchema", "bandoneon_name", "description_of", "make_tool"]
+__all__ = ["InvalidSchema", "bandoneon_name", "make_tool"]
 
 #: The run context reaches the tool under a name no JSON schema property can have.
 _RUN = "bandoneon run"
@@ -37,6 +41,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: The servers already restarted in this run (a server is restarted once per run at most).
 _RESTARTS: bandoneon.StashKey[set[str]] = bandoneon.StashKey("mcp restarted servers")
 _MAX_PROBLEMS = 3
+#: Characters of JSON an input schema may put before the model, on every request. Its
+#: descriptions are cut (``descriptions``); its enums and property names cannot be, and a
+#: tool above this is left out rather than fill (or overflow) the model's context each turn.
+MAX_SCHEMA = 64 * 1024
 
 
 def bandoneon_name(server_name: str, server: Server, tool_name: str, taken: Collection[str]) -> str:
@@ -66,7 +74,8 @@ def _fit(name: str) -> str:
 
 
 class InvalidSchema(bandoneon.ConfigError):
-    """A server's tool whose input schema cannot check arguments: the tool is left out."""
+    """A server's tool whose input schema cannot check arguments, or is too big to offer: the
+    tool is left out."""
 
 
 def _validator(server_name: str, tool: mcp_types.Tool) -> jsonschema.protocols.Validator:
@@ -96,11 +105,6 @@ def _problems(name: str, validator: jsonschema.protocols.Validator, arguments: d
     return problems
 
 
-def description_of(server_name: str, tool: mcp_types.Tool) -> str:
-    """The description the model reads for ``tool``."""
-    return (tool.description or tool.title or f"{tool.name} (from MCP server {server_name})").strip()
-
-
 def make_tool(
     hub: Hub,
     connection_of: Callable[[], Any],
@@ -111,6 +115,10 @@ def make_tool(
 ) -> bandoneon.Tool:
     """A bandoneon tool that calls ``tool`` on the server ``connection_of()`` returns."""
     validator = _validator(server_name, tool)
+    parameters = schema_of(tool)
+    size = len(json.dumps(parameters, ensure_ascii=False))
+    if size > MAX_SCHEMA:
+        raise InvalidSchema(f"MCP server {server_name!r}: tool {tool.name!r} has an input schema of {size} characters as JSON, above the {MAX_SCHEMA} a tool may put before the model")
     remote = tool.name
 
     async def call_mcp_tool(**arguments: Any) -> str:
@@ -118,7 +126,17 @@ def make_tool(
         problems = _problems(name, validator, arguments)
         if problems:
             raise bandoneon.ToolError(f"Invalid arguments for {name}: " + "; ".join(problems) + ". Nothing was sent to the server.")
-        result = await call_with_restart(hub, connection_of(), server_name, run, lambda c: c.call_tool(remote, arguments, server.call_timeout))
+        limit = server.call_limit(run.agent.tool_timeout if run is not None else None)
+        try:
+            async with asyncio.timeout(limit) as deadline:
+                result = await call_with_restart(hub, connection_of(), server_name, run, lambda c: c.call_tool(remote, arguments))
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise bandoneon.ToolError(
+                f"MCP server {server_name!r} did not answer {name} within {limit:g} s; the call was cancelled, and may or may "
+                "not have taken effect. (Its call_timeout, or the agent's tool_timeout, sets how long a call may take.)"
+            ) from None
         text = tool_result_text(result)
         if result.is_error:
             raise bandoneon.ToolError(text)
@@ -127,8 +145,8 @@ def make_tool(
     capabilities = set(server.capabilities)
     return bandoneon.Tool(
         name=name,
-        description=description_of(server_name, tool),
-        parameters=dict(tool.input_schema),
+        description=tool_description(server_name, tool),
+        parameters=parameters,
         function=call_mcp_tool,
         needs_approval=server.approval_needed(tool.name),
         untrusted_output=not server.trusted,

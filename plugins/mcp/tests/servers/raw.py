@@ -4,7 +4,7 @@ argument as it is: ``{"result": {...}}`` or ``{"error": {...}}`` (any JSON objec
 that is not a JSON-RPC response is never matched to its call, which then waits for its timeout;
 without ``reply``, a short text). Its input
 schema is ``{"type": "object"}``, or the JSON of the first argument, whatever that holds.
-Run: ``python raw.py [SCHEMA]``.
+A ``resources/read`` is never answered. Run: ``python raw.py [SCHEMA]``.
 """
 
 import json
@@ -35,5 +35,5 @@ def answer(message: dict) -> dict:
 
 for line in sys.stdin:
     message = json.loads(line)
-    if "id" in message:
+    if "id" in message and message["method"] != "resources/read":
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], **answer(message)}), flush=True)
