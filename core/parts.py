@@ -17,12 +17,22 @@ from typing import Literal, Union
 import attrs
 
 from .errors import ConfigError
+from .ranges import in_range
 from .text import as_unicode
 
-__all__ = ["FilePart", "ImagePart", "Part", "Prompt", "TextPart", "describe_part", "part_kinds", "split_prompt"]
+__all__ = ["MAX_PART_BYTES", "FilePart", "ImagePart", "Part", "Prompt", "TextPart", "describe_part", "part_kinds", "split_prompt"]
 
 #: Images a provider is asked to read, by media type.
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+#: The most bytes ``from_path`` reads and a ``data:`` URL may hold (``max_bytes=`` changes it):
+#: 20 MiB, what OpenAI takes for an image and Gemini for inline data (Anthropic: 5 MB an image,
+#: 32 MB a request). A bigger part would be refused by the server after it was read, encoded and
+#: sent; a multi-GB file would fill the memory first.
+MAX_PART_BYTES = 20 * 1024 * 1024
+
+_BYTE_LIMIT = in_range(at_least=0, integer=True)
+_RAISE_IT = "; pass max_bytes= to raise it, if the model's API takes that much"
 
 
 def _bytes_repr(data: bytes | None) -> str:
@@ -60,21 +70,23 @@ class ImagePart:
         return cls(_sniffed_type(data) or media_type, data=data)
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str]) -> ImagePart:
+    def from_path(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_PART_BYTES) -> ImagePart:
         """Read an image file named ``.png``, ``.jpg``, ``.gif`` or ``.webp``; its bytes say which it is
-        (a renamed file keeps the type of its bytes), the name where they do not."""
+        (a renamed file keeps the type of its bytes), the name where they do not. A file over
+        ``max_bytes`` is a ``ConfigError``, before its bytes are read."""
         location = Path(path)
         media_type = _guess_type(location.name) or ""
         if media_type not in IMAGE_TYPES:
             raise ConfigError(f"{location}: not an image bandoneon can send ({media_type or 'unknown type'}); use .png, .jpg, .gif or .webp")
-        return cls.from_bytes(_read(location), media_type)
+        return cls.from_bytes(_read(location, max_bytes), media_type)
 
     @classmethod
-    def from_url(cls, url: str, media_type: str = "") -> ImagePart:
+    def from_url(cls, url: str, media_type: str = "", *, max_bytes: int = MAX_PART_BYTES) -> ImagePart:
         """An image the server fetches (``https://...``); nothing is downloaded here. A ``data:``
-        URL is the image itself: its bytes are decoded (and checked) here, and sent inline."""
+        URL is the image itself: its bytes are decoded (and checked, ``max_bytes`` at most) here,
+        and sent inline."""
         if url.startswith("data:"):
-            data, declared = _data_url_contents(url)
+            data, declared = _data_url_contents(url, max_bytes)
             return cls.from_bytes(data, declared)
         if not url.startswith(("https://", "http://")):
             raise ConfigError(f"an image URL must start with https://, http:// or data:, got {url[:40]!r}")
@@ -102,10 +114,12 @@ class FilePart:
     kind: Literal["file"] = "file"
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], media_type: str | None = None) -> FilePart:
+    def from_path(cls, path: str | os.PathLike[str], media_type: str | None = None, *, max_bytes: int = MAX_PART_BYTES) -> FilePart:
+        """Read a file (``max_bytes`` at most, else a ``ConfigError`` before its bytes are read);
+        its type from ``media_type``, else its name."""
         location = Path(path)
         guessed = media_type or _guess_type(location.name) or "application/octet-stream"
-        return cls(guessed, _read(location), location.name)
+        return cls(guessed, _read(location, max_bytes), location.name)
 
     @classmethod
     def from_bytes(cls, data: bytes, media_type: str, name: str = "") -> FilePart:
@@ -156,31 +170,45 @@ def _sniffed_type(data: bytes) -> str | None:
     return next((media_type for signature, media_type in _SIGNATURES if data.startswith(signature)), None)
 
 
-def _data_url_contents(url: str) -> tuple[bytes, str]:
+def _data_url_contents(url: str, max_bytes: int) -> tuple[bytes, str]:
     """The bytes and the declared media type of a ``data:`` URL; an image is only ever base64."""
     import base64
 
+    _BYTE_LIMIT.check("max_bytes", max_bytes)
     header, comma, body = url.removeprefix("data:").partition(",")
     declared, *parameters = header.split(";")
     if not comma or "base64" not in parameters:
         raise ConfigError(f"an image data: URL must be base64 (data:image/png;base64,...), got {url[:40]!r}")
+    size = len(body) * 3 // 4 - body.count("=", -2)  # the decoded size of valid base64, known before decoding
+    if size > max_bytes:
+        raise ConfigError(f"a data: URL image of {size:,} bytes is over the limit of {max_bytes:,} bytes{_RAISE_IT}")
     try:
         return base64.b64decode(body, validate=True), declared.strip().lower()
     except ValueError as exc:  # binascii.Error, or text that is not ASCII
         raise ConfigError(f"an image data: URL is not valid base64 ({exc})") from None
 
 
-def _read(location: Path) -> bytes:
-    """A regular file's bytes. Opened without waiting (a named pipe would wait for a writer for
-    ever) and refused unless it is a regular file (a device such as ``/dev/zero`` never ends)."""
+def _read(location: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes, ``max_bytes`` at most. Opened without waiting (a named pipe would
+    wait for a writer for ever) and refused unless it is a regular file (a device such as
+    ``/dev/zero`` never ends). Its size is checked before reading, and the read stops one byte
+    past the limit: a file that grows while it is read (or whose size says 0, as in ``/proc``)
+    is held to the limit too."""
+    _BYTE_LIMIT.check("max_bytes", max_bytes)
     try:
         descriptor = os.open(location, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         with open(descriptor, "rb") as file:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
                 raise ConfigError(f"cannot read {location}: not a regular file")
-            return file.read()
+            if status.st_size > max_bytes:
+                raise ConfigError(f"{location} is {status.st_size:,} bytes, over the limit of {max_bytes:,} bytes{_RAISE_IT}")
+            data = file.read(int(max_bytes) + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read {location}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"{location} grew past the limit of {max_bytes:,} bytes while it was read{_RAISE_IT}")
+    return data
 
 
 def split_prompt(prompt: Prompt) -> tuple[str, tuple[Part, ...]]:

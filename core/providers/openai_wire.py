@@ -21,10 +21,12 @@ from .reasoning import ThinkSplitter, reasoning_of, split_think, thinking_blocks
 from .base import DeltaCallback
 
 __all__ = [
+    "MAX_TOKEN_COUNT",
     "ChunkAssembler",
     "WireOptions",
     "finish_reason",
     "parse_completion",
+    "token_count",
     "wire_messages",
     "wire_response_format",
     "wire_tool_choice",
@@ -156,20 +158,27 @@ def parse_usage(raw: Any, provider: str = "the server") -> Usage:
     if not isinstance(details, dict):
         details = {}
     return Usage(
-        input_tokens=_count(raw.get("prompt_tokens"), "prompt_tokens", provider),
-        output_tokens=_count(raw.get("completion_tokens"), "completion_tokens", provider),
-        cached_input_tokens=_count(details.get("cached_tokens"), "cached_tokens", provider),
+        input_tokens=token_count(raw.get("prompt_tokens"), "prompt_tokens", provider),
+        output_tokens=token_count(raw.get("completion_tokens"), "completion_tokens", provider),
+        cached_input_tokens=token_count(details.get("cached_tokens"), "cached_tokens", provider),
         requests=1,
     )
 
 
-def _count(value: Any, field: str, provider: str) -> int:
+#: The most tokens a reply's count may say: the largest whole number a JSON number holds exactly.
+#: A count past it is no count (and a budget's price times it overflows a float).
+MAX_TOKEN_COUNT = 2**53 - 1
+
+
+def token_count(value: Any, field: str, provider: str) -> int:
+    """A count of a reply's ``usage`` (0 when missing); ``BadResponse`` unless a whole number
+    from 0 to ``MAX_TOKEN_COUNT``, written ``12`` or ``12.0`` (as some proxies write it). Every
+    wire reads its counts with it (the Anthropic plugin's too), so they follow one rule."""
     if value is None:
         return 0
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:  # 12.0, as some proxies write it
-        return int(value)
+    count = int(value) if type(value) is float and value.is_integer() else value
+    if type(count) is int and 0 <= count <= MAX_TOKEN_COUNT:
+        return count
     raise BadResponse(f"{provider}: the reply's usage.{field} is {_kind(value)}, not a token count", provider=provider)
 
 

@@ -1,6 +1,7 @@
 """A recorded run becomes a regression case: from a trace or a saved session, through Python and the CLI."""
 
 import json
+import sys
 
 import bandoneon
 import pytest
@@ -179,8 +180,10 @@ def test_a_saved_session_becomes_a_case_with_its_history(tmp_path):
     assert load_dataset(tmp_path / "d.jsonl") == [case]
 
 
-def test_a_session_file_is_read_by_its_format_without_the_sessions_plugin(tmp_path):
-    """evals reads the sessions plugin's file format, so it needs the file, not the plugin."""
+def test_a_session_file_is_read_by_its_format_without_the_sessions_plugin(tmp_path, monkeypatch):
+    """Without the sessions plugin, evals reads its file format: it needs the file, not the plugin
+    (with the plugin, the session is loaded by it: test_evals_session_source.py)."""
+    monkeypatch.setitem(sys.modules, "bandoneon_sessions", None)  # as if it were not installed
     records = [
         {"type": "session", "version": 1, "id": "s2", "created_at": 1.0, "forked_from": None},
         {"type": "message", "message": {"role": "user", "content": "old question"}},

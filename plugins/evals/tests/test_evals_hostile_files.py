@@ -8,11 +8,13 @@ U+2029 and U+0085 raw inside strings: they are not line ends of a JSONL file.
 from __future__ import annotations
 
 import json
+import sys
 
 import bandoneon
 import pytest
+from bandoneon.cli import main
 from bandoneon.testing import ScriptedModel
-from bandoneon_evals import Case, DatasetError, RecordingProvider, ReplayProvider, add_case, load_dataset
+from bandoneon_evals import Case, DatasetError, RecordingProvider, ReplayProvider, ReportError, add_case, load_dataset, load_report, replay_model
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -86,3 +88,108 @@ def test_any_json_case_loads_or_is_a_dataset_error(tmp_path_factory, case):
         assert "d.jsonl:1: " in str(exc)
         return
     assert loaded.input == case["input"] and all(isinstance(t, str) for t in loaded.tags)
+
+
+FIRST_LINES = [
+    b"",
+    b'{"type": "session", "version": 1, "id": "s1", "created_at": 1.0}\n',
+    b'{"type": "session", "version": 1, "id": "s1", "created_at": 1.0}\n{"type": "message", "message": {"role": "user", "content": "hi"}}\n',
+    b'{"span_id": "a", "trace_id": "t", "kind": "run", "start": 1.0, "attributes": {"bandoneon.prompt": "hi"}}\n',
+]
+
+
+@given(first=st.sampled_from(FIRST_LINES), rest=st.binary(max_size=64), padding=st.integers(0, 9000))
+def test_a_recorded_run_file_of_any_bytes_is_a_case_or_a_dataset_error(tmp_path_factory, first, rest, padding):
+    """A trace or a saved session holding anything (bytes that are not UTF-8 anywhere in its
+    first 8 KB, a cut record) is a case or a DatasetError, never a raw decoding error."""
+    folder = tmp_path_factory.mktemp("r")
+    source = folder / "s1.jsonl"
+    source.write_bytes(first + b" " * padding + rest)
+    try:
+        add_case(source, folder / "d.jsonl")
+    except DatasetError:
+        assert not (folder / "d.jsonl").exists()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+SPAN = json.dumps({"span_id": "a", "trace_id": "t", "kind": "run", "start": 1.0})
+SESSION = json.dumps({"type": "session", "version": 1, "id": "s2", "created_at": 1.0})
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("trace.jsonl", DEEP, "trace.jsonl:1: not JSON"),
+        ("trace.jsonl", f"{SPAN}\n{DEEP}", "trace.jsonl:2: not JSON"),
+        ("s2.jsonl", f"{SESSION}\n{DEEP}", "s2.jsonl:2: not a session record"),
+    ],
+)
+def test_a_recorded_run_nested_without_end_is_refused_naming_its_line(tmp_path, monkeypatch, name, text, message):
+    """Not a RecursionError from the plain JSON decoder (on CPython 3.11 it leaves the
+    interpreter's depth bookkeeping off for whatever runs next)."""
+    monkeypatch.setitem(sys.modules, "bandoneon_sessions", None)  # the session read through its format
+    (tmp_path / name).write_text(text + "\n")
+    with pytest.raises(DatasetError, match=message):
+        add_case(tmp_path / name, tmp_path / "d.jsonl")
+
+
+def test_a_recording_nested_without_end_is_a_config_error_naming_its_line(tmp_path):
+    (tmp_path / "rec.jsonl").write_text('{"request": {}, "reply": ' + DEEP + "}\n")
+    with pytest.raises(bandoneon.ConfigError, match="rec.jsonl:1: not a recorded exchange"):
+        ReplayProvider(tmp_path / "rec.jsonl")
+
+
+@given(reply=json_values)
+def test_a_recorded_reply_that_is_not_a_reply_is_refused_when_the_recording_is_read(tmp_path_factory, reply):
+    """Not a StructureError in the middle of the replayed run: the recording names its line."""
+    path = tmp_path_factory.mktemp("r") / "rec.jsonl"
+    bandoneon.Agent(RecordingProvider(ScriptedModel("Holed out."), path), plugins=[], context_files=False).run_sync("Hole 1")
+    exchange = json.loads(path.read_text())
+    path.write_text(json.dumps({**exchange, "reply": reply}) + "\n")
+    try:
+        replay = ReplayProvider(path)
+    except bandoneon.ConfigError as exc:
+        assert "rec.jsonl:1: not a recorded exchange" in str(exc)
+        return
+    agent = bandoneon.Agent(replay, plugins=[], context_files=False)
+    assert isinstance(agent.run_sync("Hole 1").text, str)
+
+
+@given(reply=json_values)
+def test_a_case_whose_recorded_replies_are_not_replies_names_the_case(reply):
+    try:
+        replay_model(Case("hole-1", "Hole 1", metadata={"replies": [reply]}))
+    except bandoneon.ConfigError as exc:
+        assert "case 'hole-1': recorded reply #1 is not a model reply" in str(exc)
+
+
+@given(report=json_values | st.fixed_dictionaries({"cases": st.lists(json_values, max_size=3)}, optional={"totals": json_values}))
+def test_any_json_as_a_report_is_compared_or_refused_naming_the_file(tmp_path_factory, report):
+    path = tmp_path_factory.mktemp("r") / "r.json"
+    path.write_text(json.dumps(report))
+    try:
+        load_report(path)
+    except ReportError as exc:
+        assert str(exc).startswith(f"{path}: ")
+        return
+    assert main(["eval", "compare", str(path), str(path)]) == 0
+
+
+@pytest.mark.parametrize("content", [DEEP.encode(), b'{"cases": []\xff}', None])
+def test_a_report_that_cannot_be_read_is_a_report_error(tmp_path, content):
+    path = tmp_path / "r.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ReportError, match=f"{path}: "):
+        load_report(path)
+
+
+def test_adding_a_case_to_a_dataset_that_is_not_utf8_is_refused_and_leaves_it_as_it_was(tmp_path):
+    path = tmp_path / "d.jsonl"
+    stored = b'{"id": "a", "input": "\xff"}\n'
+    path.write_bytes(stored)
+    with pytest.raises(DatasetError, match=r"d\.jsonl:1: not UTF-8"):
+        add_case(Case("b", "x"), path)
+    assert path.read_bytes() == stored

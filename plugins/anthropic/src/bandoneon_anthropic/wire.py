@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bandoneon import BadResponse, ConfigError, ImagePart, Message, ModelReply, ModelRequest, Part, TextPart, Thinking, ToolCall, ToolSpec, Usage
+from bandoneon import BadResponse, ConfigError, ImagePart, Message, ModelReply, ModelRequest, Part, TextPart, Thinking, ToolCall, ToolSpec, Usage, openai_wire
 
 __all__ = ["CACHE_BREAKPOINT", "finish_reason", "parse_message", "system_blocks", "text_of", "tool_choice", "usage", "wire_messages", "wire_tools"]
 
@@ -155,10 +155,8 @@ def usage(raw: Mapping[str, Any] | None, provider: str = "anthropic") -> Usage:
 
 
 def _count(raw: Mapping[str, Any], field: str, provider: str) -> int:
-    value = raw.get(field) or 0
-    if type(value) is int and value >= 0:
-        return value
-    raise BadResponse(f"{provider}: the reply's usage.{field} is {json.dumps(value, default=str)[:60]}, not a token count", provider=provider)
+    """By the rule of the OpenAI-compatible wire: a count reads the same from either server."""
+    return openai_wire.token_count(raw.get(field), field, provider)
 
 
 def text_of(value: Any, what: str, provider: str) -> str:

@@ -1,8 +1,10 @@
 """Grow the dataset from real failures: a recorded run becomes an eval case, its trace the evidence.
 
 Two sources: a trace written by the tracing plugin (its JSONL file format: one span a line),
-or a session saved by the sessions plugin (its JSONL records). Both are read as files, through
-their documented formats, so evals needs neither plugin installed.
+or a session saved by the sessions plugin (its JSONL records). A trace is read as a file,
+through its documented format. A session is loaded by the sessions plugin when it is installed,
+so the case holds what resuming it would (each turn's results in the order of its calls, a
+damaged file's valid part); without it, the file is read through its documented format.
 
 The case keeps what a replay needs in ``metadata``: ``tools`` (what the model could choose
 from), ``replies`` (the model's replies in order, for ``replay_model``), ``outcome`` (how the
@@ -21,9 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import bandoneon
 
-from .dataset import Case, DatasetError, jsonl_lines, load_dataset
+from .dataset import Case, DatasetError, json_problem, jsonl_lines, load_dataset
 
 __all__ = ["add_case", "case_from_messages", "case_from_trace", "parse_expect", "read_source"]
 
@@ -61,7 +64,7 @@ def case_from_trace(
         "text": next((r["message"]["content"] for r in reversed(replies) if r["message"]["content"]), None),
         "error": run.get("error"),
         "turns": attributes.get("bandoneon.turns"),
-        "tool_errors": [s.get("attributes", {}).get("gen_ai.tool.name") for s in tool_spans if s.get("status") == "error"],
+        "tool_errors": [(s.get("attributes") or {}).get("gen_ai.tool.name") for s in tool_spans if s.get("status") == "error"],
     }
     evidence = {"trace": str(Path(path).resolve()), "trace_id": run["trace_id"], "span_id": run["span_id"]}
     tools = attributes.get("bandoneon.tools") or sorted(set(called))
@@ -104,9 +107,11 @@ def read_source(path: str | os.PathLike[str], *, span: str | None = None, expect
         return case_from_trace(source, span=span, expect=expect, case_id=case_id, tags=tags)
     if span is not None:
         raise DatasetError(f"{source}: --span picks a run of a trace; a saved session has one conversation (its last exchange is used)")
-    return case_from_messages(
-        _session_messages(source), expect=expect, case_id=case_id or f"session-{first.get('id', source.stem)}", evidence={"session": str(source.resolve())}, tags=tags
-    )
+    messages, damage = _session_messages(source)
+    case = case_from_messages(messages, expect=expect, case_id=case_id or f"session-{first.get('id', source.stem)}", evidence={"session": str(source.resolve())}, tags=tags)
+    if damage is None:
+        return case
+    return attrs.evolve(case, metadata={**case.metadata, "replay_warnings": [f"the session file is damaged: {damage}"]})
 
 
 def add_case(
@@ -125,7 +130,7 @@ def add_case(
     target = Path(to)
     if target.suffix not in (".jsonl", ".ndjson"):
         raise DatasetError(f"{target}: cases are appended to a .jsonl dataset")
-    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    existing = _dataset_text(target)
     if existing.strip():
         ids = {c.id for c in load_dataset(target)}
         if case.id in ids:
@@ -135,6 +140,19 @@ def add_case(
     separator = "" if not existing or existing.endswith("\n") else "\n"
     bandoneon.write_atomically(target, existing + separator + line + "\n")
     return case
+
+
+def _dataset_text(path: Path) -> str:
+    """The dataset a case is appended to, as text ("" when there is none yet)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(f"{path}:{line}: not UTF-8") from None
 
 
 def parse_expect(items: Sequence[str]) -> dict[str, Any] | None:
@@ -169,13 +187,17 @@ def _written_traces() -> None:
 def _first_record(path: Path) -> dict[str, Any]:
     _written_traces()
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
+        # Bytes, decoded a line at a time: a text file decodes ahead of the line it returns, so a
+        # byte that is not UTF-8 in a later record would fail the first one (as a raw error).
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if raw.strip():
                     try:
-                        record = json.loads(_record_text(line))
-                    except json.JSONDecodeError as exc:
-                        raise DatasetError(f"{path}:{number}: not JSON ({exc.msg}); expected a tracing JSONL trace or a saved session") from None
+                        record = bandoneon.loads_bounded(_record_text(raw.decode("utf-8")))
+                    except UnicodeDecodeError as exc:
+                        raise DatasetError(f"{path}:{number}: not UTF-8 (byte {exc.start + 1})") from None
+                    except ValueError as exc:
+                        raise DatasetError(f"{path}:{number}: not JSON ({json_problem(exc)}); expected a tracing JSONL trace or a saved session") from None
                     if not isinstance(record, dict):
                         raise DatasetError(f"{path}:{number}: expected a span or a session record, got {type(record).__name__}")
                     return record
@@ -191,7 +213,7 @@ def _record_text(line: str) -> str:
 
 
 def _read_spans(path: Path) -> list[dict[str, Any]]:
-    spans = []
+    spans, seen = [], set()
     try:
         lines = jsonl_lines(path)  # not splitlines(): a span's text may hold a raw U+2028
     except FileNotFoundError:
@@ -200,15 +222,54 @@ def _read_spans(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+            data = bandoneon.loads_bounded(line)  # a hostile line may nest without end
+        except ValueError as exc:
+            raise DatasetError(f"{path}:{number}: not JSON ({json_problem(exc)})") from None
         if not isinstance(data, dict) or not {"span_id", "trace_id", "kind", "start"} <= data.keys():
             raise DatasetError(f"{path}:{number}: not a span of a tracing JSONL trace")
+        problem = _span_problem(data) or (f"its span_id {data['span_id']!r} is another span's too" if data["span_id"] in seen else None)
+        if problem:
+            raise DatasetError(f"{path}:{number}: not a span of a tracing JSONL trace: {problem}")
+        seen.add(data["span_id"])
         spans.append(data)
     if not spans:
         raise DatasetError(f"{path}: the trace is empty")
     return spans
+
+
+#: The fields of a span a case is made of, and what each must be (the tracing plugin writes
+#: them so; a file edited by hand or by someone else may not). The first four are never null.
+_SPAN_FIELDS: dict[str, tuple[type, ...]] = {"span_id": (str,), "trace_id": (str,), "kind": (str,), "start": (int, float), "parent_id": (str,), "status": (str,), "attributes": (dict,)}
+_REQUIRED = ("span_id", "trace_id", "kind", "start")
+_TEXT, _NAMES, _COUNT = "text", "a list of strings", "a token count"
+_ATTRIBUTES = {
+    **dict.fromkeys(("bandoneon.prompt", "bandoneon.output", "bandoneon.tool.arguments", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.response.model"), _TEXT),
+    **dict.fromkeys(("bandoneon.tools", "bandoneon.tool_calls", "gen_ai.response.finish_reasons"), _NAMES),
+    **dict.fromkeys(("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"), _COUNT),
+}
+
+
+def _span_problem(span: dict[str, Any]) -> str | None:
+    """What is wrong with a span's fields (None: nothing), so that reading the run never meets
+    a number where text belongs, or a span that is its own child (an empty id)."""
+    for field, kinds in _SPAN_FIELDS.items():
+        value = span.get(field)
+        if (value is not None or field in _REQUIRED) and (type(value) not in kinds or (field == "span_id" and not value)):
+            return f"its {field} is {json.dumps(value)[:40]}"
+    attributes = span.get("attributes") or {}
+    for key, kind in _ATTRIBUTES.items():
+        value = attributes.get(key)
+        if value is not None and not _is_a(kind, value):
+            return f"its attribute {key} is not {kind}"
+    return None
+
+
+def _is_a(kind: str, value: Any) -> bool:
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _NAMES:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return type(value) is int and value >= 0
 
 
 def _pick_run(spans: list[dict[str, Any]], span: str | None, path: Any, by_id: dict[str, Any]) -> dict[str, Any]:
@@ -230,17 +291,22 @@ def _pick_run(spans: list[dict[str, Any]], span: str | None, path: Any, by_id: d
 def _run_of(span: dict[str, Any], by_id: dict[str, Any]) -> dict[str, Any] | None:
     """The nearest run span at or above ``span`` (a subagent's spans belong to its own run)."""
     current: dict[str, Any] | None = span
+    passed = set()
     while current is not None and current["kind"] != "run":
-        current = by_id.get(current.get("parent_id") or "")
+        passed.add(current["span_id"])
+        parent = current.get("parent_id") or ""
+        current = None if parent in passed else by_id.get(parent)  # parents in a circle: in no run
     return current
 
 
 def _descendants(root: dict[str, Any], children: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    found, stack = [], list(children.get(root["span_id"], ()))
+    found, stack, seen = [], list(children.get(root["span_id"], ())), {root["span_id"]}
     while stack:
         item = stack.pop()
-        found.append(item)
-        stack.extend(children.get(item["span_id"], ()))
+        if item["span_id"] not in seen:  # a run inside a circle of parents is its own descendant
+            seen.add(item["span_id"])
+            found.append(item)
+            stack.extend(children.get(item["span_id"], ()))
     return found
 
 
@@ -269,7 +335,7 @@ def _replies_of(run: dict[str, Any], children: dict[str, list[dict[str, Any]]]) 
                     arguments = tool_attributes.get("bandoneon.tool.arguments")
                     if arguments is None or TRUNCATED in arguments:
                         warnings.append(f"turn {attributes.get('bandoneon.turn')}: the arguments of {tool_attributes['gen_ai.tool.name']} are not in the trace in full")
-                    calls.append({"id": tool_attributes.get("gen_ai.tool.call.id", tool["span_id"]), "name": tool_attributes["gen_ai.tool.name"], "arguments": arguments or "{}"})
+                    calls.append({"id": tool_attributes.get("gen_ai.tool.call.id") or tool["span_id"], "name": tool_attributes["gen_ai.tool.name"], "arguments": arguments or "{}"})
             text = attributes.get("bandoneon.output") or ""
             if TRUNCATED in text:
                 warnings.append(f"turn {attributes.get('bandoneon.turn')}: the model's text was shortened in the trace")
@@ -285,14 +351,34 @@ def _replies_of(run: dict[str, Any], children: dict[str, list[dict[str, Any]]]) 
     return replies, warnings
 
 
-def _session_messages(path: Path) -> list[bandoneon.Message]:
-    """The history of a saved session file (its ``message`` and ``clear`` records)."""
+def _session_messages(path: Path) -> tuple[list[bandoneon.Message], str | None]:
+    """The history of a saved session file and its damage (None: none), as the sessions plugin
+    loads it: a case must hold what resuming the session would, not a reading that disagrees
+    with it. Without the plugin, the file is read through its format (``_session_records``)."""
+    try:
+        from bandoneon_sessions import JsonlStore, SessionError
+    except ImportError:
+        return _session_records(path), None
+    if path.suffix != ".jsonl":  # the store reads <id>.jsonl: another name would load another file
+        raise DatasetError(f"{path}: the sessions plugin loads a saved session from <session id>.jsonl; name the file so")
+    try:
+        loaded = JsonlStore(path.parent).load(path.stem)
+    except SessionError as exc:
+        raise DatasetError(f"{path}: {exc}") from None
+    if loaded.damage is not None and not any(m.role == "user" for m in loaded.messages):
+        raise DatasetError(f"{path}: {loaded.damage}; nothing before it to make a case of")
+    return list(loaded.messages), loaded.damage
+
+
+def _session_records(path: Path) -> list[bandoneon.Message]:
+    """The history of a saved session file read through its format (its ``message`` and
+    ``clear`` records, in file order); a record that cannot be read is a ``DatasetError``."""
     messages: list[bandoneon.Message] = []
     for number, line in enumerate(jsonl_lines(path), 1):  # not splitlines(): see jsonl_lines
         if not line.strip():
             continue
         try:
-            record = json.loads(_record_text(line))
+            record = bandoneon.loads_bounded(_record_text(line))
             if record.get("type") == "message":
                 messages.append(bandoneon.structure(record["message"], bandoneon.Message))
             elif record.get("type") == "clear":

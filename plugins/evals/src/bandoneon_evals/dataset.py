@@ -44,6 +44,14 @@ def jsonl_lines(path: Path) -> list[str]:
     return lines
 
 
+def json_problem(error: ValueError) -> str:
+    """Why a line is not JSON, in a few words: the decoder's message and column, or the limit
+    ``bandoneon.loads_bounded`` refused it by (nested too deeply, too long)."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} at column {error.colno}"
+    return str(error)
+
+
 def _strings(items: Iterable[str]) -> tuple[str, ...]:
     """The converter of a case's string lists (the builtin ``tuple`` has no item type for mypy)."""
     return tuple(items)
@@ -149,10 +157,8 @@ def _from_jsonl(path: Path) -> list[Case]:
             continue
         try:
             data = bandoneon.loads_bounded(line)  # a hostile line may nest without end
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
-        except ValueError as exc:  # JsonLimitError
-            raise DatasetError(f"{path}:{number}: not JSON ({exc})") from None
+        except ValueError as exc:
+            raise DatasetError(f"{path}:{number}: not JSON ({json_problem(exc)})") from None
         cases.append(Case.from_json(data, f"{path}:{number}", folder=path.parent))
     return cases
 

@@ -72,7 +72,7 @@ class ReplayProvider:
 
     def __init__(self, path: str | os.PathLike[str], *, model: str | None = None, context_window: int | None = None):
         self.path = Path(path)
-        self._exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        self._exchanges: list[tuple[dict[str, Any], bandoneon.ModelReply]] = []
         recorded_model: str | None = None
         try:
             lines = jsonl_lines(self.path)  # not splitlines(): a reply may hold a raw U+2028
@@ -83,11 +83,11 @@ class ReplayProvider:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                data = json.loads(line)
-                self._exchanges.append((data["request"], data["reply"]))
+            try:  # bounded (a hostile line may nest without end), each reply checked here, not mid-replay
+                data = bandoneon.loads_bounded(line)
+                self._exchanges.append((data["request"], bandoneon.structure(data["reply"], bandoneon.ModelReply)))
                 recorded_model = recorded_model or data.get("model")
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError) as exc:
                 raise bandoneon.ConfigError(f"{self.path}:{number}: not a recorded exchange ({type(exc).__name__}: {exc})") from None
         self._used = [False] * len(self._exchanges)
         self.model = model or recorded_model or "replay"
@@ -99,10 +99,9 @@ class ReplayProvider:
 
     async def complete(self, request: bandoneon.ModelRequest, *, on_delta: bandoneon.DeltaCallback | None = None) -> bandoneon.ModelReply:
         wanted = _request_json(request)
-        for index, (recorded, reply_data) in enumerate(self._exchanges):
+        for index, (recorded, reply) in enumerate(self._exchanges):
             if not self._used[index] and recorded == wanted:
                 self._used[index] = True
-                reply = bandoneon.structure(reply_data, bandoneon.ModelReply)
                 if on_delta is not None and reply.message.content:
                     await on_delta("text", reply.message.content)
                 return reply
@@ -138,7 +137,7 @@ class CaseReplay:
         if not isinstance(replies, list):
             raise bandoneon.ConfigError(f"case {case.id!r} has no recorded replies (metadata.replies); make it with add_case / `bandoneon eval add-case`")
         self.case_id = case.id
-        self._replies = [bandoneon.structure(data, bandoneon.ModelReply) for data in replies]
+        self._replies = [_recorded_reply(case.id, number, data) for number, data in enumerate(replies, 1)]
         self._next = 0
         self.model = next((r.model for r in self._replies if r.model), None) or "replay"
         self._window = context_window
@@ -158,6 +157,15 @@ class CaseReplay:
 
     async def context_window(self) -> int | None:
         return self._window
+
+
+def _recorded_reply(case_id: str, number: int, data: Any) -> bandoneon.ModelReply:
+    """A reply kept in a case (a dataset from anywhere): a ``ConfigError`` naming the case and the
+    reply when it is not one, before the run starts."""
+    try:
+        return bandoneon.structure(data, bandoneon.ModelReply)
+    except ValueError as exc:  # StructureError
+        raise bandoneon.ConfigError(f"case {case_id!r}: recorded reply #{number} is not a model reply ({str(exc)[:200]})") from None
 
 
 def replay_model(case: Any, *, context_window: int | None = None) -> CaseReplay:

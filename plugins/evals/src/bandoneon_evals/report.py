@@ -256,15 +256,29 @@ class ReportError(ValueError):
 
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON report (``Report.write_json``), checked for what ``compare`` reads: a ``ReportError``
+    naming the file for anything else, never a raw error from the middle of a comparison."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = bandoneon.loads_bounded(Path(path).read_bytes())  # a hostile file may nest without end
     except FileNotFoundError:
         raise ReportError(f"{path}: no such report") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # not JSON, not UTF-8, past the limits
+        raise ReportError(f"{path}: not a JSON report ({str(exc)[:200]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise ReportError(f"{path}: not an eval report (no 'cases' list); write one with `bandoneon eval run ... --json FILE`")
+    for number, case in enumerate(data["cases"], 1):
+        if not isinstance(case, dict) or not isinstance(case.get("id"), str) or not _is_rate(case.get("pass_rate")):
+            raise ReportError(f"{path}: case #{number} is not an object with an 'id' and a 'pass_rate' from 0 to 1")
+    totals = data.get("totals", {})
+    if not isinstance(totals, dict) or not (totals.get("pass_rate") is None or _is_rate(totals["pass_rate"])):
+        raise ReportError(f"{path}: 'totals' is not an object whose 'pass_rate' is from 0 to 1")
     return data
+
+
+def _is_rate(value: Any) -> bool:
+    return type(value) in (int, float) and 0 <= value <= 1  # NaN compares False
 
 
 @attrs.frozen
