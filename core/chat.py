@@ -9,6 +9,8 @@ Lines are edited and recalled with ``readline`` where Python has it. Commands st
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import signal
@@ -77,12 +79,17 @@ class Chat:
     def run(self) -> int:
         _enable_line_editing()
         self._say(f"bandoneon chat · {self._model_name()} · /help for commands · Ctrl-C stops a reply, Ctrl-D leaves")
+        # Input from a pipe or a file has no one to prompt: stdout holds the replies alone.
+        prompt = "> " if sys.stdin.isatty() else ""
+        if isinstance(sys.stdin, io.TextIOWrapper):  # bytes that are not UTF-8 (a file in Latin-1) are U+FFFD, not the end of the chat
+            sys.stdin.reconfigure(errors="replace")
         try:
             while True:
                 try:
-                    line = input("> ")
+                    line = input(prompt)
                 except (EOFError, KeyboardInterrupt):
-                    self.out.write("\n")  # never leave the shell's prompt glued to ours
+                    if prompt:
+                        self.out.write("\n")  # never leave the shell's prompt glued to ours
                     return 0
                 line = line.strip()
                 if not line:
@@ -137,7 +144,7 @@ class Chat:
         from .files import write_atomically
         from .structuring import unstructure
 
-        path = Path(argument or time.strftime("chat-%Y%m%d-%H%M%S.md"))
+        path = Path(argument or time.strftime("chat-%Y%m%d-%H%M%S.md")).expanduser()  # ~/chat.md as a shell reads it
         messages = self.agent.transcript
         if path.suffix == ".json":
             text = json.dumps(unstructure(messages), indent=2, ensure_ascii=False)
@@ -184,18 +191,21 @@ class Chat:
             self.out.write(self.style.dim("…"))
             self.out.flush()
         streamed = False
-        async for event in self.agent.stream(prompt):
-            if isinstance(event, TextDelta) and event.text:
-                streamed = True
-                self._write(for_terminal(event.text))
-            elif isinstance(event, ToolStart):
-                self._line(self.style.dim(_call_line(event.call.name, event.arguments)))
-            elif isinstance(event, ToolRefused):
-                self._line(self.style.dim(_call_line(event.call.name, None) + " refused"))
-            elif isinstance(event, ProviderRetry):
-                self._line(self.style.dim(f"  (retrying in {event.delay:.1f}s: {event.error})"))
-            elif isinstance(event, RunEnd):
-                self._finish(event, streamed)
+        # Closed here when showing an event fails (a reader that left, `| head`): the run is
+        # cancelled in this loop, not left to a finalizer the closing loop never runs.
+        async with contextlib.aclosing(self.agent.stream(prompt)) as events:
+            async for event in events:
+                if isinstance(event, TextDelta) and event.text:
+                    streamed = True
+                    self._write(for_terminal(event.text))
+                elif isinstance(event, ToolStart):
+                    self._line(self.style.dim(_call_line(event.call.name, event.arguments)))
+                elif isinstance(event, ToolRefused):
+                    self._line(self.style.dim(_call_line(event.call.name, None) + " refused"))
+                elif isinstance(event, ProviderRetry):
+                    self._line(self.style.dim(f"  (retrying in {event.delay:.1f}s: {event.error})"))
+                elif isinstance(event, RunEnd):
+                    self._finish(event, streamed)
 
     def _finish(self, event: RunEnd, streamed: bool) -> None:
         if not streamed and event.error is None:
@@ -230,12 +240,14 @@ class Chat:
 
 
 def _markdown(message: Any) -> str:
-    """One message of a saved chat. Tool calls and results are code blocks: shown as they are
-    in a Markdown viewer, never rendered (an image there would be fetched by whoever opens it)."""
+    """One message of a saved chat. Its words, tool calls and results are code blocks: shown as
+    they are in a Markdown viewer, never rendered (an image a model was led to write there would
+    be fetched, with whatever its address carries, by whoever opens the file)."""
     if message.role == "tool":
         return f"**tool result**\n\n{markdown_code(message.content)}\n\n"
+    words = markdown_code(message.content) if message.content else ""
     calls = "".join(f"\n\n→ tool call\n\n{markdown_code(f'{call.name}({call.arguments})')}" for call in message.tool_calls)
-    return f"**{message.role}**\n\n{message.content or ''}{calls}\n\n"
+    return f"**{message.role}**\n\n{words}{calls}\n\n"
 
 
 def _enable_line_editing() -> None:

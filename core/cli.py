@@ -8,6 +8,7 @@ Exit codes of ``run``: 0 when the run ended with an answer, 2 when it ended with
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import logging
@@ -19,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BandoneonError
-from .providers.base import model_at
-from .text import for_terminal, plural
+from .providers.base import OPENAI_PREFIXES, model_at
+from .text import for_terminal, json_for_terminal, plural
 
 __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if not _standard_streams_usable():
+        return 1
     warnings.formatwarning = _one_line_warning
     _show_logs_on_stderr()
     try:
@@ -33,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BandoneonError as exc:
         print(f"bandoneon: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while the plugins load: nothing has started yet
+        print("interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
@@ -50,6 +56,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `bandoneon plugins | head`: the reader left; say nothing more (Python's own recipe).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _standard_streams_usable() -> bool:
+    """A stream the shell closed (``<&-``, ``2>&-``) reads as empty or writes to nowhere, as
+    /dev/null does. A closed stdout (``>&-``) is refused at once: what a command prints, an
+    answer above all, would be lost while the exit code said it was done."""
+    if sys.stdin is None:  # opened for the rest of the process, as the standard streams are
+        sys.stdin = open(os.devnull, encoding="utf-8")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is None:
+        print("bandoneon: standard output is closed; send it to a file or to /dev/null", file=sys.stderr)
+        return False
+    return True
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> str:
@@ -177,10 +197,36 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
 
 def _make_agent(args: argparse.Namespace, **extra: Any) -> Any:
     from .agent import Agent
+    from .errors import ConfigError
 
-    model = model_at(args.model, args.base_url) if args.base_url else args.model
     tools = load_tools(args.tools) if args.tools else []
-    return Agent(model, tools=tools, system_prompt=args.system, max_turns=args.max_turns, config=args.config, **extra)
+    if args.tools and not tools:  # plain functions are tools only when named: an agent without them would run anyway
+        raise ConfigError(f"no tools found in {args.tools!r}: mark them with @bandoneon.tool, or name one with MODULE:ATTR")
+    return Agent(_model(args), tools=tools, system_prompt=args.system, max_turns=args.max_turns, config=args.config, **extra)
+
+
+def _model(args: argparse.Namespace) -> str | None:
+    """``--model``; with ``--base-url``, the model at that address: ``--model``, else the
+    OpenAI-style model ``bandoneon.toml`` or ``$BANDONEON_MODEL`` names, else the server's
+    default. ``--base-url`` moves the model, never renames it: an address the model string
+    carries (``MODEL@URL``) is replaced."""
+    model: str | None = args.model
+    if not args.base_url:
+        return model
+    model = model or _configured_model(args.config)
+    if model and model.partition(":")[0] in OPENAI_PREFIXES:
+        model = model.rpartition("@")[0] or model  # as the provider reads it: the address follows the last @
+    return model_at(model, args.base_url)
+
+
+def _configured_model(config: str | None) -> str | None:
+    """The model ``bandoneon.toml`` (or else ``$BANDONEON_MODEL``) names, when ``--base-url`` can
+    serve it: a bare name or an OpenAI-style one. Another provider's (``local:``) is not moved."""
+    from .config import load_config
+
+    model = load_config(config).model or os.environ.get("BANDONEON_MODEL")
+    prefix, has_prefix, _ = (model or "").partition(":")
+    return model if model and (not has_prefix or prefix in OPENAI_PREFIXES) else None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -189,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
     agent = _make_agent(args)
     result = agent.run_sync(args.prompt)
     if args.json:
-        print(json.dumps(result_as_json(result), indent=2, ensure_ascii=False))
+        print(_json_to_show(result_as_json(result), indent=2))
     elif result.text:
         # On a terminal the answer is shown, never obeyed; piped, it is the data itself.
         print(for_terminal(result.text) if sys.stdout.isatty() else result.text)
@@ -197,11 +243,18 @@ def _run(args: argparse.Namespace) -> int:
         from .structuring import unstructure
 
         # A terminal tool's arguments as structured for it: a class parameter becomes an object again.
-        print(json.dumps(unstructure(result.answer), ensure_ascii=False, default=str))
+        print(_json_to_show(unstructure(result.answer), default=str))
     if not result.ok:
         print(for_terminal(f"bandoneon: the run ended without an answer: {result.stop}" + (f" ({result.detail})" if result.detail else "")), file=sys.stderr)
         return 2
     return 0
+
+
+def _json_to_show(value: Any, **options: Any) -> str:
+    """``value`` as JSON for stdout: on a terminal with every character it would obey escaped
+    (``json_for_terminal``: the same JSON); piped, the text as it came."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return json_for_terminal(text) if sys.stdout.isatty() else text
 
 
 def result_as_json(result: Any) -> dict[str, Any]:
@@ -222,8 +275,11 @@ def result_as_json(result: Any) -> dict[str, Any]:
 
 def _chat(args: argparse.Namespace) -> int:
     from .chat import Chat
+    from .errors import ConfigError
 
     plugins = None
+    if args.session_path and not args.session:  # a chat the user meant to keep would be lost
+        raise ConfigError(f"--session-path needs --session ID (the conversation to keep in {args.session_path})")
     if args.session:
         from .config import load_config
         from .hooks import registration_hooks
@@ -235,17 +291,21 @@ def _chat(args: argparse.Namespace) -> int:
             return 1
         config = load_config(args.config)
         plugins = [*configured_plugins(config.plugins, source=config.source), keeper]
-    return Chat(_make_agent(args, plugins=plugins), switch_model=_switch_model).run()
+    switch_model = functools.partial(_switch_model, base_url=args.base_url)
+    return Chat(_make_agent(args, plugins=plugins), switch_model=switch_model).run()
 
 
-def _switch_model(agent: Any, model: str) -> Any:
-    """``/model MODEL``: the same agent on another model, with the conversation so far.
+def _switch_model(agent: Any, model: str, *, base_url: str | None = None) -> Any:
+    """``/model MODEL``: the same agent on another model, with the conversation so far; a
+    chat started with ``--base-url`` finds MODEL on that server unless it names its own address.
 
     The model string is checked first, so a typo changes nothing; the old agent is closed
     before the new one is made, so a session it holds (``--session``) passes to the new one.
     """
     from .providers.base import resolve_model
 
+    if base_url and "@" not in model:
+        model = model_at(model, base_url)
     resolve_model(model)
     agent.close()
     return agent.fork(model=model)
@@ -256,14 +316,19 @@ def _plugins(args: argparse.Namespace) -> int:
         return _profile(args)
     from .config import load_config
     from .listing import format_table, plugin_rows
+    from .plugins import configured_plugins
 
-    rows = plugin_rows(load_config(args.config))
+    config = load_config(args.config)
+    rows = plugin_rows(config)
     if args.json:
         print(json.dumps([row.to_json() for row in rows], indent=2))
     elif not rows:
         print("no plugins installed (pip install bandoneon-<name>; see the README's plugin table)")
     else:
         print(for_terminal(format_table(rows)))  # a broken plugin's reason quotes its error
+    # After the listing, what an Agent() here would refuse ([plugins.*] naming a plugin that is
+    # not there, an option's typo): a ConfigError, one line and exit 1.
+    configured_plugins(config.plugins, source=config.source)
     return 0
 
 
@@ -283,7 +348,11 @@ def _init(args: argparse.Namespace) -> int:
     if path.exists():
         print(f"bandoneon: {path} already exists; not overwriting it (edit it, or write a new one elsewhere with --path FILE)", file=sys.stderr)
         return 1
-    write_default_config(path, model=args.model)
+    try:
+        write_default_config(path, model=args.model)
+    except OSError as exc:
+        print(for_terminal(f"bandoneon: cannot write {path}: {exc.strerror or exc}"), file=sys.stderr)
+        return 1
     print(f"wrote {args.path}")
     return 0
 

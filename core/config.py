@@ -67,13 +67,14 @@ class Config:
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """The configuration at ``path`` (or the default location); an empty one if there is none."""
-    named = os.environ.get("BANDONEON_CONFIG") if path is None else None
+    named = (os.environ.get("BANDONEON_CONFIG") or None) if path is None else None  # empty is unset, as the shell clears it
     explicit = path is not None or named is not None
     location = path or named or CONFIG_FILE
     stat = stat_if_present(location)
     if stat is None or not S_ISREG(stat.st_mode):
         if explicit:
-            raise ConfigError(f"configuration file {os.fspath(location)!r} does not exist")
+            problem = "does not exist" if stat is None else "is not a file"
+            raise ConfigError(f"configuration file {os.fspath(location)!r} {problem}")
         return _EMPTY  # the common case of every Agent(): no file, nothing to build
     file = Path(location)
     # Every Agent() reads the configuration: parse a file once until it changes.
@@ -98,7 +99,7 @@ def _parse_config(file: Path) -> Config:
     import tomllib
 
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = tomllib.loads(file.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad's "UTF-8 with BOM") is not a key
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -134,6 +135,8 @@ def write_default_config(path: Path, *, model: str = "local:", max_turns: int = 
 
     if path.exists():
         raise ConfigError(f"{path} already exists; not overwriting it")
+    if ":" not in model:  # the file names no server, so a bare name could never be resolved
+        raise ConfigError(f"model {model!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{model}' or 'local:'")
     body = tomli_w.dumps({"model": model, "max_turns": max_turns})
     plugins = tomli_w.dumps({"plugins": {"retry": {"max_attempts": 5}}})
     text = (

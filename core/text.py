@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["as_unicode", "for_terminal", "markdown_code", "markdown_text", "plural", "visible_text"]
+__all__ = ["as_unicode", "for_terminal", "json_for_terminal", "markdown_code", "markdown_text", "plural", "visible_text"]
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -89,6 +89,19 @@ def visible_text(text: str) -> str:
     for unseen in [c for c in set(text) if unicodedata.category(c) in _UNSEEN]:
         text = text.replace(unseen, "")
     return text
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text as a terminal should show it: every character a terminal would act on instead
+    of drawing (``for_terminal``'s) as its ``\\u`` escape, so it is the same JSON, still
+    readable (other characters, accents and scripts, stay as written). JSON already escapes
+    the C0 controls; this escapes DEL, the C1 controls, the bidirectional overrides and lone
+    surrogates, which JSON may hold as they are."""
+    return _OBEYED.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 _BACKTICKS = re.compile("`+")

@@ -4,9 +4,16 @@
 dropped connection) are retried first (the retry plugin); once a model's retries are spent the
 next one takes over for the rest of the run. A 4xx never falls back: another model would be
 asked the same wrong thing. Events, traces and ``RunResult.usage_by_model`` say who answered.
+
+Run it with your models, the first one and its fallbacks (without any, vLLM's Qwen on
+localhost:8000, then Ollama's llama3.1)::
+
+    python examples/fallback_models.py vllm:Qwen2.5-72B-Instruct ollama:llama3.1
 """
 
 from __future__ import annotations
+
+import sys
 
 import bandoneon
 
@@ -32,4 +39,4 @@ def main(models: list[str] | None = None) -> bandoneon.RunResult:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or None)

@@ -2,7 +2,9 @@
 
 The image travels inline (base64) to an OpenAI-compatible server or Anthropic; a model that
 cannot read images is refused before anything is sent. Run it against a vision model
-(``BANDONEON_MODEL=ollama:llava``, ``openai:gpt-4o-mini``) with a picture of your own.
+(``BANDONEON_MODEL=ollama:llava``, ``openai:gpt-4o-mini``) with a picture of your own::
+
+    BANDONEON_MODEL=ollama:llava python examples/images.py receipt.png
 """
 
 from __future__ import annotations

@@ -223,4 +223,4 @@ def test_a_saved_chat_shows_tool_calls_and_results_as_code_never_rendered(chat, 
     kinds = {t.type for t in tokens} | {c.type for t in tokens for c in t.children or ()}
     assert not kinds & {"image", "link_open", "html_inline", "html_block"}
     fences = [t.content for t in tokens if t.type == "fence"]
-    assert fences == ['fetch({"url": "x`` ![a](https://evil.example/b)"})\n', page + "\n"]
+    assert fences == ["fetch it\n", 'fetch({"url": "x`` ![a](https://evil.example/b)"})\n', page + "\n", "Fetched.\n"]
