@@ -10,6 +10,8 @@
 - ``load_script(path)``: import an example or agent script by path to call its functions.
 - ``assert_history_valid(messages)`` / ``history_problems(messages)``: what a strict server
   checks of a history (every tool call answered once, right after its message).
+- ``json_paths(document)`` / ``replaced_at(document, path, value)``: every place a JSON document
+  holds a value, and the document with another one there (property tests of hostile files).
 - ``install_distribution(site, name, entry_points, files=...)``: a distribution as pip leaves it
   (modules and dist-info), for tests of plugin discovery.
 - pytest fixtures (installed through the ``pytest11`` entry point): ``mock_llm`` (a running
@@ -18,6 +20,7 @@
 
 from .disk import FaultyDisk, WriteLog, sweep_folder
 from .distributions import install_distribution
+from .documents import json_paths, replaced_at
 from .history import assert_history_valid, history_problems
 from .models import FunctionModel, ScriptedModel, call, load_script, reply
 from .server import Fault, MockLLMServer, RecordedRequest, Reply
@@ -35,7 +38,9 @@ __all__ = [
     "call",
     "history_problems",
     "install_distribution",
+    "json_paths",
     "load_script",
+    "replaced_at",
     "reply",
     "sweep_folder",
 ]

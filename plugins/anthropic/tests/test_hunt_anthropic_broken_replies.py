@@ -4,12 +4,11 @@ the retry policy and the caller understand; never a raw ``AttributeError`` or ``
 
 from __future__ import annotations
 
-import copy
 import json
 
 import bandoneon
 import pytest
-from bandoneon.testing import Fault, MockLLMServer
+from bandoneon.testing import Fault, MockLLMServer, json_paths, replaced_at
 from bandoneon_anthropic import AnthropicProvider
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,26 +44,10 @@ STREAM = [
 ]
 
 
-def _paths(value, path=()):
-    """Every place in a document a hostile server could put another value."""
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if key != "type":
-                yield (*path, key)
-            yield from _paths(inner, (*path, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield (*path, index)
-            yield from _paths(inner, (*path, index))
-
-
-def _replaced(document, path, value):
-    document = copy.deepcopy(document)
-    where = document
-    for step in path[:-1]:
-        where = where[step]
-    where[path[-1]] = value
-    return document
+def _paths(document):
+    """Every place in a document a hostile server could put another value (its types kept: they
+    name the event)."""
+    return [path for path in json_paths(document) if path[-1] != "type"]
 
 
 @pytest.fixture(scope="module")
@@ -95,14 +78,14 @@ def _check(server, fault: Fault, *, stream: bool) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=st.sampled_from(list(_paths(MESSAGE))), value=JSON)
+@given(path=st.sampled_from(_paths(MESSAGE)), value=JSON)
 def test_a_whole_reply_with_any_field_replaced_is_a_reply_or_a_bad_response(server, path, value):
-    _check(server, Fault(status=200, body=json.dumps(_replaced(MESSAGE, path, value))), stream=False)
+    _check(server, Fault(status=200, body=json.dumps(replaced_at(MESSAGE, path, value))), stream=False)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=st.sampled_from(list(_paths(STREAM))), value=JSON)
+@given(path=st.sampled_from(_paths(STREAM)), value=JSON)
 def test_a_stream_with_any_field_replaced_is_a_reply_or_a_bad_response(server, path, value):
-    events = _replaced(STREAM, path, value)
+    events = replaced_at(STREAM, path, value)
     body = "".join(f"event: {e.get('type') if isinstance(e, dict) else 'x'}\ndata: {json.dumps(e)}\n\n" for e in events)
     _check(server, Fault(status=200, body=body, headers={"content-type": "text/event-stream"}), stream=True)

@@ -6,11 +6,11 @@ parents in a circle made it loop for ever)."""
 
 from __future__ import annotations
 
-import copy
 import json
 
 import bandoneon
 import pytest
+from bandoneon.testing import json_paths, replaced_at
 from bandoneon_evals import DatasetError, add_case, replay_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,27 +40,6 @@ JSON = st.recursive(
 )
 
 
-def _paths(value, path=()):
-    """Every place in the trace a hostile file could hold another value."""
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield (*path, key)
-            yield from _paths(inner, (*path, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield (*path, index)
-            yield from _paths(inner, (*path, index))
-
-
-def _replaced(document, path, value):
-    document = copy.deepcopy(document)
-    where = document
-    for step in path[:-1]:
-        where = where[step]
-    where[path[-1]] = value
-    return document
-
-
 def test_the_trace_as_written_becomes_a_case(tmp_path):
     trace = tmp_path / "trace.jsonl"
     trace.write_text("".join(json.dumps(s) + "\n" for s in SPANS))
@@ -70,11 +49,11 @@ def test_the_trace_as_written_becomes_a_case(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(path=st.sampled_from(list(_paths(SPANS))), value=JSON | st.sampled_from(["", *SPAN_IDS]), span=st.none() | st.sampled_from(SPAN_IDS))
+@given(path=st.sampled_from(list(json_paths(SPANS))), value=JSON | st.sampled_from(["", *SPAN_IDS]), span=st.none() | st.sampled_from(SPAN_IDS))
 def test_a_trace_with_any_field_replaced_is_a_case_or_a_dataset_error(tmp_path_factory, path, value, span):
     folder = tmp_path_factory.mktemp("t")
     trace = folder / "trace.jsonl"
-    trace.write_text("".join(json.dumps(s) + "\n" for s in _replaced(SPANS, path, value)))
+    trace.write_text("".join(json.dumps(s) + "\n" for s in replaced_at(SPANS, path, value)))
     try:
         case = add_case(trace, folder / "d.jsonl", span=span)
     except DatasetError as exc:
@@ -90,24 +69,24 @@ def write(tmp_path, spans):
 
 
 def test_a_span_with_an_empty_id_is_refused_not_read_as_its_own_child(tmp_path):
-    spans = _replaced(SPANS, (0, "span_id"), "")
+    spans = replaced_at(SPANS, (0, "span_id"), "")
     with pytest.raises(DatasetError, match=r"trace\.jsonl:1: not a span of a tracing JSONL trace: its span_id is \"\""):
         add_case(write(tmp_path, spans), tmp_path / "d.jsonl")
 
 
 def test_two_spans_with_one_id_are_refused(tmp_path):
-    spans = _replaced(SPANS, (4, "span_id"), SPAN_IDS[1])
+    spans = replaced_at(SPANS, (4, "span_id"), SPAN_IDS[1])
     with pytest.raises(DatasetError, match=r"trace\.jsonl:5: .*its span_id '30602e77ec5dc968' is another span's too"):
         add_case(write(tmp_path, spans), tmp_path / "d.jsonl")
 
 
 def test_a_span_whose_parents_go_round_in_a_circle_is_in_no_run(tmp_path):
-    spans = _replaced(SPANS, (3, "parent_id"), SPAN_IDS[3])  # the tool span is its own parent
+    spans = replaced_at(SPANS, (3, "parent_id"), SPAN_IDS[3])  # the tool span is its own parent
     with pytest.raises(DatasetError, match="span '4da9625159a937a8' is not inside a run"):
         add_case(write(tmp_path, spans), tmp_path / "d.jsonl", span=SPAN_IDS[3])
 
 
 def test_a_run_inside_a_circle_of_parents_is_read_once(tmp_path):
-    spans = _replaced(SPANS, (0, "parent_id"), SPAN_IDS[1])  # the run's parent is its own first turn
+    spans = replaced_at(SPANS, (0, "parent_id"), SPAN_IDS[1])  # the run's parent is its own first turn
     case = add_case(write(tmp_path, spans), tmp_path / "d.jsonl", span=SPAN_IDS[2])
     assert [r["message"]["content"] for r in case.metadata["replies"]] == ["", "Sunny."]
