@@ -7,7 +7,8 @@ Outside text must not be able to end the wrapper early or open a second one. A m
 ``&lt;/untrusted&gt;``, ``＜/UNTRUSTED＞`` or ``</untr<untrusted>usted>`` (once the inner tag is
 removed) as a tag, so the check runs on the text *as a reader would see it*: HTML entities
 decoded (repeatedly), compatibility forms folded (NFKC) and what a person does not see
-dropped (``bandoneon.visible_text``). Removal repeats until no tag is left, so removing one tag cannot assemble another.
+dropped (``bandoneon.visible_text``). Each tag is replaced by ``TAG_REMOVED``, which no tag
+can be assembled around.
 """
 
 from __future__ import annotations
@@ -77,17 +78,19 @@ def wrapper_tags(text: str) -> list[str]:
     return ["close" if m.group(1) else "open" for m in _TAG.finditer(_as_read(text))]
 
 
+#: What stands where a tag was: visible (the model sees that something was taken out), and
+#: made of characters no tag, entity or look-alike can be built with, so the text on either
+#: side of it can never join into a new tag.
+TAG_REMOVED = "[tag removed]"
+
+
 def _without_tags(text: str) -> str:
     """``text`` unchanged when no wrapper tag can be read in it; otherwise its read form with
-    every tag removed, again and again until none is left."""
-    if not wrapper_tags(text):
-        return text
-    while True:
-        read = _as_read(text)
-        cleaned = _TAG.sub("", read)
-        if cleaned == read:
-            return cleaned
-        text = cleaned
+    every tag replaced by ``TAG_REMOVED``. One pass: removing tags outright made the pieces
+    around each one a new tag (``</untr<untrusted>usted>``), to be removed in another pass over
+    the whole text, one pass per level of nesting (a page of nested tags stalled the agent)."""
+    read = _as_read(text)
+    return _TAG.sub(TAG_REMOVED, read) if _TAG.search(read) else text
 
 
 def mark_untrusted(text: str, source: str) -> str:
