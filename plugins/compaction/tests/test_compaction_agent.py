@@ -156,15 +156,18 @@ def test_a_receipt_that_cannot_be_fetched_again_is_never_cut():
     assert not is_note(receipts[0].content)
 
 
-def test_a_tool_result_bigger_than_the_window_is_cut_and_the_run_goes_on():
-    model = ScriptedModel(call("dump_logs"), "The logs are too long; I saw the start.", context_window=2_000)
+def test_a_tool_result_bigger_than_the_window_is_cut_when_it_arrives_to_its_start_and_end():
+    model = ScriptedModel(call("dump_logs"), "The logs are too long; I saw the start and the end.", context_window=2_000)
     agent = make_agent(model)
     result = agent.run_sync("Show me the logs.")
     assert result.ok and len(model.requests) == 2
     sent = model.requests[1].messages[-1]
-    assert sent.role == "tool" and sent.content.startswith("[Cut to fit the context window: the result of dump_logs was 180,000 characters.")
+    head, note, tail = sent.content.split("\n[", 1)[0], sent.content.split("\n[", 1)[1].split("]\n")[0], sent.content.split("]\n", 1)[1]
+    assert head.startswith("log line\nlog line") and ("log line\n" * 20_000).endswith(tail) and len(tail) > 100
+    assert note.startswith("Cut to fit the context window: ") and "of the 180,000 characters of this result were left out here" in note and "Ask dump_logs for less" in note
     assert request_size(model.requests[1]) <= 1_600
-    assert agent.transcript[2].content == "log line\n" * 20_000  # nothing lost
+    # The megabytes never join the history: what the model read is what happened.
+    assert agent.transcript[2].content == sent.content
 
 
 def test_the_summary_replaces_what_was_dropped_and_is_asked_to_keep_ids():

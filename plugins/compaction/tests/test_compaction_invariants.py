@@ -181,6 +181,16 @@ def test_a_truncated_result_says_what_it_was_and_how_to_get_it_back():
     assert note.endswith("Call get_order again if you need the details.")
 
 
+def test_a_note_previews_the_first_words_and_the_last_ones():
+    call = bandoneon.ToolCall("c1", "dump_logs", "{}")
+    logs = "boot ok\n" + "all good\n" * 2_000 + "ERROR: disk full"
+    history = [bandoneon.Message.user("hi"), bandoneon.Message.assistant("", [call]), bandoneon.Message.tool(call, logs), bandoneon.Message.user("and now?")]
+    note = shrink(history, 200, keep=1).messages[2].content
+    preview = note.split("Preview: ", 1)[1]
+    assert preview.startswith("boot ok all good") and preview.count("...") == 1
+    assert note.endswith(" good ERROR: disk full] Call dump_logs again if you need the details.")
+
+
 def test_dropping_takes_whole_exchanges_oldest_first_and_keeps_the_first_request():
     history = []
     for n in range(4):

@@ -2,7 +2,8 @@
 
 Before each model call, when the request passes ``threshold × window`` tokens, old tool
 results become one-line notes, then old exchanges go whole, then (optionally) the model
-summarises what went. The working history (``agent.messages``) is the compacted one;
+summarises what went. A tool result no request could hold is cut when it arrives, to its
+start and its end. The working history (``agent.messages``) is the compacted one;
 ``agent.transcript`` keeps everything that happened.
 """
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import bandoneon
 
+from ._cut import preview
 from ._shape import analyse
 from ._tokens import MESSAGE_OVERHEAD, TokenCount, estimate_tokens, message_tokens
 
@@ -94,10 +95,8 @@ def shrink_history(
     def shorten(index: int, prefix: str, advice: str) -> int:
         """Note down a replacement for result ``index`` when that saves tokens; return the tokens saved."""
         content = items[index].content
-        preview = " ".join(content[:preview_chars].split())
-        ellipsis = "..." if len(content) > preview_chars else ""
         name = items[index].name or "the tool"
-        note = f"{prefix}the result of {name} was {len(content):,} characters. Preview: {preview}{ellipsis}] {advice.format(name=name)}"
+        note = f"{prefix}the result of {name} was {len(content):,} characters. Preview: {preview(content, preview_chars)}] {advice.format(name=name)}"
         size = MESSAGE_OVERHEAD + count_tokens(note)  # a tool message is its text and the overhead
         if size >= sizes[index]:
             return 0

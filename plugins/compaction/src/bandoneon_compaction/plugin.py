@@ -11,9 +11,11 @@ import attrs
 
 import bandoneon
 
+from ._cut import head_and_tail
 from ._shrink import Shrunk, shrink_history
 from ._summary import summarise
 from ._tokens import (
+    MESSAGE_OVERHEAD,
     TokenCount,
     fixed_tokens,
     message_tokens,
@@ -46,6 +48,9 @@ class _LastSizes:
 
 _COUNTED = bandoneon.StashKey[_Counted]("compaction.counted")  # the running count of this run's history
 _WARNED = bandoneon.StashKey[set[str]]("compaction.warned")  # what this run was already warned about
+#: The tokens one request leaves for its history (the line less the system prompt and tool
+#: schemas), as of this run's last request: what a single tool result may never exceed.
+_ROOM = bandoneon.StashKey[int]("compaction.room")
 
 
 class WindowUnknownWarning(UserWarning):
@@ -106,6 +111,35 @@ class Compaction(bandoneon.Plugin):
             return None
         return self._compacted(run, request, limit, budget)
 
+    # Neither tryfirst nor trylast: after the redactions marked tryfirst, before the guard's
+    # marking (trylast), so the untrusted wrapper goes around the cut text, whole.
+    @bandoneon.hookimpl
+    def after_tool_execution(self, run: bandoneon.RunContext, call: bandoneon.ToolCall, tool: bandoneon.Tool | None, result: bandoneon.ToolResult) -> str | None:
+        """A result bigger than a whole request can hold could never be sent: cut it when it
+        arrives, to its start and its end in half that room, with a note between them. Cut
+        here, the megabytes never reach the history, the guard, the traces or a saved session,
+        and the model reads more of it than the one-line note compaction would leave.
+        Results of tools that are not re-runnable stay whole, as everywhere in this plugin."""
+        room = run.stash.get(_ROOM)
+        content = result.content
+        # A token is at least a character for the default count and for real tokenizers on most
+        # text; a counter that gives more is still caught before the request, by shrink_history.
+        if room is None or room <= 0 or len(content) <= room or (tool is not None and not tool.rerunnable):
+            return None
+        tokens = MESSAGE_OVERHEAD + self._counter(content)
+        if tokens <= room:
+            return None
+        name = call.name
+
+        def note(cut: int) -> str:
+            return (
+                f"[Cut to fit the context window: {cut:,} of the {len(content):,} characters of this result were left "
+                f"out here; its start and its end are kept. Ask {name} for less if you need the rest.]"
+            )
+
+        log.info("compaction: the result of %s was ~%d tokens, more than a request can hold (%d): its start and end were kept", name, tokens, room)
+        return head_and_tail(content, tokens, max(0, room // 2 - MESSAGE_OVERHEAD), self._counter, note)
+
     async def _compacted(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int, budget: int) -> bandoneon.Compacted | None:
         count = self._counter
 
@@ -145,7 +179,8 @@ class Compaction(bandoneon.Plugin):
 
     def _fits(self, run: bandoneon.RunContext, request: bandoneon.ModelRequest, limit: int) -> bool:
         """The common case, cheaply: a running count per run, so a request that fits costs only
-        its new messages' count, not the whole history's again."""
+        its new messages' count, not the whole history's again. Notes the room a request leaves
+        for its history on the way."""
         counted = run.stash.get(_COUNTED)
         messages = request.messages
         if counted is None or messages[: len(counted.messages)] != counted.messages:
@@ -163,6 +198,7 @@ class Compaction(bandoneon.Plugin):
         system = sizes.system
         if system is None or system[0] != request.system_prompt:  # rebuilt per turn, mostly the same text
             system = sizes.system = (request.system_prompt, system_tokens(request.system_prompt, self._counter))
+        run.stash[_ROOM] = limit - tools[1] - system[1]  # for after_tool_execution, this turn's results
         return counted.tokens + tools[1] + system[1] <= limit
 
     def _clip(self, summary: bandoneon.Message) -> bandoneon.Message | None:
@@ -197,8 +233,9 @@ class Compaction(bandoneon.Plugin):
         model = getattr(run.provider, "model", None) or getattr(run.provider, "name", "this model")
         warnings.warn(
             f"compaction is off for agent {run.agent.name!r}: the context window of {model!r} is unknown. "
-            "Pass Agent(context_window=...), set context_window in bandoneon.toml, or give the compaction "
-            "plugin a window option; it never assumes one.",
+            "Set context_window = TOKENS in bandoneon.toml (for the bandoneon command: ./bandoneon.toml, --config FILE "
+            "or $BANDONEON_CONFIG), pass Agent(context_window=...), or give the compaction plugin a window option; it "
+            "never assumes one.",
             WindowUnknownWarning,
             stacklevel=2,
         )

@@ -1,0 +1,86 @@
+"""Keeping the start and the end of a text that is too long: for previews in notes, and for a
+tool result too big for any request.
+
+A cut falls between words: a redaction after the cut must still see a key or a number whole,
+and a word cut short after ``</untrusted`` would read as a tag. A text wrapped in tags (the
+guard's ``<untrusted>``) keeps both of them in a preview.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from ._tokens import TokenCount
+
+__all__ = ["head_and_tail", "preview"]
+
+#: How far the cut of a tool result may move back to a break; a longer run with none (a base64
+#: blob) is cut where it is.
+_BREAK_REACH = 200
+#: The most a note's preview keeps of the end (the last words: a closing tag, a log's last line).
+_PREVIEW_TAIL = 60
+
+#: Where a tool result is cut, best first: between lines, between words, else before or after
+#: a character no key or token is made of (JSON's quotes and commas, a URL's slashes).
+_RESULT_BREAKS = (r"\n", r"\s", r"[^A-Za-z0-9_-]")
+#: Where a preview is cut: between words (it becomes one line).
+_PREVIEW_BREAKS = (r"\s",)
+
+
+def _head(text: str, length: int, breaks: Sequence[str], reach: int) -> str:
+    """At most ``length`` characters from the start, ending before the last break of the first
+    kind of ``breaks`` that has one in their last ``reach`` characters (else where it is)."""
+    if length >= len(text):
+        return text
+    cut = text[: max(0, length)]
+    start = max(0, len(cut) - reach - 1)
+    for pattern in breaks:
+        found = list(re.finditer(pattern, cut[start:]))
+        if found:
+            return cut[: start + found[-1].start()]
+    return cut
+
+
+def _tail(text: str, length: int, breaks: Sequence[str], reach: int) -> str:
+    """At most ``length`` characters from the end, starting after the first break of the first
+    kind of ``breaks`` that has one in their first ``reach`` characters (else where it is)."""
+    if length >= len(text):
+        return text
+    cut = text[len(text) - max(0, length) :]
+    for pattern in breaks:
+        found = re.search(pattern, cut[: reach + 1])
+        if found is not None:
+            return cut[found.end() :]
+    return cut
+
+
+def preview(content: str, preview_chars: int) -> str:
+    """A one-line preview: the first ``preview_chars`` characters and, when more was left out,
+    the last words. Both end on whitespace (however far back: a word cut short after
+    ``</untrusted`` would read as a tag), so a text wrapped in tags shows both of its tags and
+    no other. The end is as long as the start plus two (``\\n</untrusted`` against
+    ``<untrusted``), at most 60 characters."""
+    if len(content) <= preview_chars:
+        return " ".join(content.split())
+    head = _head(content, preview_chars, _PREVIEW_BREAKS, len(content))
+    tail = _tail(content[len(head) :], min(preview_chars + 2, _PREVIEW_TAIL), _PREVIEW_BREAKS, len(content)) if preview_chars else ""
+    return " ".join(head.split()) + "..." + (" " + " ".join(tail.split()) if tail.strip() else "")
+
+
+def head_and_tail(text: str, tokens: int, max_tokens: int, count_tokens: TokenCount, note: Callable[[int], str]) -> str:
+    """``text`` (``tokens`` long) cut to its start and its end around ``note(characters left
+    out)``, at most ``max_tokens`` as ``count_tokens`` counts.
+
+    The share kept is first guessed from the text's own characters per token, then shrunk a
+    quarter at a time until it fits: a few counts of a text of the kept size, never of ``text``.
+    """
+    keep = len(text) * max_tokens // max(1, tokens)
+    while True:
+        head = _head(text, keep // 2, _RESULT_BREAKS, _BREAK_REACH)
+        rest = text[len(head) :]
+        tail = _tail(rest, keep - len(head), _RESULT_BREAKS, _BREAK_REACH)
+        shortened = f"{head}\n{note(len(rest) - len(tail))}\n{tail}"
+        if keep == 0 or count_tokens(shortened) <= max_tokens:
+            return shortened
+        keep = keep * 3 // 4
