@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,17 +206,29 @@ def _make_agent(args: argparse.Namespace, **extra: Any) -> Any:
 
 
 def _model(args: argparse.Namespace) -> str | None:
-    """``--model``; with ``--base-url``, the model at that address: ``--model``, else the
-    OpenAI-style model ``bandoneon.toml`` or ``$BANDONEON_MODEL`` names, else the server's
-    default. ``--base-url`` moves the model, never renames it: an address the model string
-    carries (``MODEL@URL``) is replaced."""
+    """``--model`` (a bare name at the configured server); with ``--base-url``, the model at
+    that address: ``--model``, else the OpenAI-style model ``bandoneon.toml`` or
+    ``$BANDONEON_MODEL`` names, else the server's default. ``--base-url`` moves the model, never
+    renames it: an address the model string carries (``MODEL@URL``) is replaced."""
     model: str | None = args.model
     if not args.base_url:
-        return model
+        return _bare_at_configured_server(model, args.config) if model else None
     model = model or _configured_model(args.config)
     if model and model.partition(":")[0] in OPENAI_PREFIXES:
         model = model.rpartition("@")[0] or model  # as the provider reads it: the address follows the last @
     return model_at(model, args.base_url)
+
+
+def _bare_at_configured_server(model: str, config: str | None) -> str:
+    """A bare ``--model NAME`` is a model of the configured server, as ``$BANDONEON_MODEL=NAME``
+    is (``base_url`` in ``bandoneon.toml``, else ``$BANDONEON_BASE_URL``); without one it stays
+    bare, and the agent says it needs a provider. A model with a prefix names its own server."""
+    from .config import configured_base_url, load_config
+
+    if ":" in model:
+        return model
+    base_url = configured_base_url(load_config(config))
+    return model_at(model, base_url) if base_url else model
 
 
 def _configured_model(config: str | None) -> str | None:
@@ -291,13 +303,35 @@ def _chat(args: argparse.Namespace) -> int:
             return 1
         config = load_config(args.config)
         plugins = [*configured_plugins(config.plugins, source=config.source), keeper]
-    switch_model = functools.partial(_switch_model, base_url=args.base_url)
-    return Chat(_make_agent(args, plugins=plugins), switch_model=switch_model).run()
+    outcomes = _Outcomes()
+    switch_model = functools.partial(_switch_model, base_url=args.base_url, config=args.config, watch=outcomes.watch)
+    code = Chat(outcomes.watch(_make_agent(args, plugins=plugins)), switch_model=switch_model).run()
+    # Messages from a pipe or a file come from a script, which has only the exit code to read.
+    return outcomes.code if code == 0 and not sys.stdin.isatty() else code
 
 
-def _switch_model(agent: Any, model: str, *, base_url: str | None = None) -> Any:
+class _Outcomes:
+    """How a chat's runs ended, as ``run``'s exit code says it for one: 1 when any raised an
+    error, else 2 when any ended without an answer (a limit, a stopped reply), else 0."""
+
+    def __init__(self) -> None:
+        self.code = 0
+
+    def watch(self, agent: Any) -> Any:
+        agent.on("run_end", self._heard)
+        return agent
+
+    def _heard(self, event: Any) -> None:
+        if event.error is not None:
+            self.code = 1
+        elif event.reason not in ("end_turn", "terminal_tool") and self.code == 0:
+            self.code = 2
+
+
+def _switch_model(agent: Any, model: str, *, base_url: str | None, config: str | None, watch: Callable[[Any], Any]) -> Any:
     """``/model MODEL``: the same agent on another model, with the conversation so far; a
-    chat started with ``--base-url`` finds MODEL on that server unless it names its own address.
+    chat started with ``--base-url`` finds MODEL on that server unless it names its own address,
+    and a bare name is looked for where ``--model`` looks for it.
 
     The model string is checked first, so a typo changes nothing; the old agent is closed
     before the new one is made, so a session it holds (``--session``) passes to the new one.
@@ -306,9 +340,11 @@ def _switch_model(agent: Any, model: str, *, base_url: str | None = None) -> Any
 
     if base_url and "@" not in model:
         model = model_at(model, base_url)
+    else:
+        model = _bare_at_configured_server(model, config)
     resolve_model(model)
     agent.close()
-    return agent.fork(model=model)
+    return watch(agent.fork(model=model))
 
 
 def _plugins(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from .files import stat_if_present, write_atomically
 from .ranges import Range, in_range
 from .structuring import StructureError, structure
 
-__all__ = ["OPTION_RANGES", "Config", "load_config", "write_default_config"]
+__all__ = ["OPTION_RANGES", "Config", "configured_base_url", "load_config", "write_default_config"]
 
 CONFIG_FILE = "bandoneon.toml"
 
@@ -47,8 +47,8 @@ def _windows(instance: Any, attribute: attrs.Attribute[Any], value: dict[str, in
 
 
 @attrs.frozen
-class Config:
-    """What ``bandoneon.toml`` may say. Arguments to ``Agent`` always win over it."""
+class _ConfigKeys:
+    """What ``bandoneon.toml`` may say: every key a person may write, and only those."""
 
     model: str | None = None
     base_url: str | None = None
@@ -62,6 +62,13 @@ class Config:
     #: wrong (see ``bandoneon.providers.windows``).
     context_windows: dict[str, int] | None = attrs.field(default=None, validator=_windows)
     plugins: dict[str, dict[str, Any]] | None = None
+
+
+@attrs.frozen
+class Config(_ConfigKeys):
+    """What ``bandoneon.toml`` says, and where it came from (for messages: not a key anyone
+    writes). Arguments to ``Agent`` always win over it."""
+
     source: str = attrs.field(default="arguments", eq=False)
 
 
@@ -90,6 +97,12 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     return config
 
 
+def configured_base_url(config: Config) -> str | None:
+    """The server a model without one goes to: ``base_url`` in ``config``, else
+    ``$BANDONEON_BASE_URL``, else ``$OPENAI_BASE_URL``."""
+    return config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+
+
 _parsed: dict[str, tuple[tuple[str, int, int, int], Config]] = {}
 #: What an absent file says (Config is frozen, so one instance serves every agent).
 _EMPTY = Config()
@@ -112,10 +125,11 @@ def config_from_mapping(data: Mapping[str, Any], *, source: str) -> Config:
     if plugins is not None and not (isinstance(plugins, dict) and all(isinstance(v, dict) for v in plugins.values())):
         raise ConfigError(f"{source}: [plugins] must hold one table per plugin, like [plugins.compaction]")
     try:
-        config = structure(dict(data), Config)
+        keys = structure(dict(data), _ConfigKeys)
     except StructureError as exc:
-        raise ConfigError(f"{source}: " + " ".join(p.removeprefix("config: ") for p in exc.problems)) from None
-    return attrs.evolve(config, source=source)
+        owner = f"{_ConfigKeys.__name__.lower()}: "  # a range's message names its class; the file is named instead
+        raise ConfigError(f"{source}: " + " ".join(p.removeprefix(owner) for p in exc.problems)) from None
+    return Config(**attrs.asdict(keys, recurse=False), source=source)
 
 
 DEFAULT_CONFIG_TEXT = '''\

@@ -62,7 +62,7 @@ def test_chat_ends_on_end_of_input_and_shows_a_run_without_an_answer(mock_llm, m
     (here / "ping_tools.py").write_text(PING_TOOLS)
     mock_llm.respond_with(lambda request: Reply(tool_calls=[("ping_server", {"host": "db1"})]))
     monkeypatch.setattr(sys, "stdin", io.StringIO("ping forever"))
-    assert cli(["chat", "--base-url", mock_llm.base_url, "--tools", "ping_tools.py", "--max-turns", "2"]) == 0
+    assert cli(["chat", "--base-url", mock_llm.base_url, "--tools", "ping_tools.py", "--max-turns", "2"]) == 2  # piped: as `run` says it
     assert "(the run ended without an answer: max_turns)" in capsys.readouterr().err
 
 

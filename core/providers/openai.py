@@ -207,7 +207,9 @@ def _named_server(default_url: str, name: str, key_env: str | None = None, wire:
             options["api_key"] = os.environ.get(key_env) or os.environ.get("BANDONEON_API_KEY")
         if key_env and not options.get("api_key") and options["base_url"].rstrip("/") == default_url:
             # The hosted service always needs one: say so now, not as an HTTP 401 after the request.
-            raise ConfigError(f"{name}: no API key; set {key_env} (or BANDONEON_API_KEY), or pass api_key=...")
+            raise ConfigError(
+                f'{name}: no API key; set {key_env} (or BANDONEON_API_KEY), or name the variable that holds it with api_key_env = "VARIABLE" in bandoneon.toml (in code: the provider\'s api_key=...)'
+            )
         return OpenAICompatible(model or "default", name=name, **options)
 
     return factory

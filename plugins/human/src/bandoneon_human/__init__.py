@@ -5,7 +5,7 @@ log, and pause a run that waits for an answer so another process can resume it.
 """
 
 from .audit import AuditLog
-from .channels import Answer, ApprovalRequest, Callbacks, Channel, HumanQueue, Question, Terminal
+from .channels import Answer, ApprovalRequest, Callbacks, Channel, HumanQueue, NoOneToAsk, Question, Terminal
 from .events import ApprovalAnswered, ApprovalRequested, Steering
 from .hookspecs import Approved
 from .pending import Pending, PendingTampered, answer_pending, call_digest, read_pending
@@ -22,6 +22,7 @@ __all__ = [
     "Channel",
     "Human",
     "HumanQueue",
+    "NoOneToAsk",
     "Pending",
     "PendingTampered",
     "Question",

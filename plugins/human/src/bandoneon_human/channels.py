@@ -12,6 +12,7 @@ import asyncio
 import builtins
 import inspect
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +21,13 @@ import attrs
 
 import bandoneon
 
-__all__ = ["Answer", "ApprovalRequest", "Callbacks", "Channel", "HumanQueue", "Question", "Terminal", "as_channel"]
+__all__ = ["Answer", "ApprovalRequest", "Callbacks", "Channel", "HumanQueue", "NoOneToAsk", "Question", "Terminal", "as_channel"]
+
+
+class NoOneToAsk(Exception):
+    """A channel that has no person to ask says so with this (the message says why): the
+    plugin refuses the call, gives a question its default answer or leaves a review open,
+    as for any failed channel, and logs the reason in one line, without a traceback."""
 
 
 @attrs.frozen
@@ -85,6 +92,11 @@ async def _call(function: Callable[..., Any], argument: Any) -> Any:
 class Terminal:
     """Ask on the terminal: shows the call, reads y/N. ``input``/``output`` are injectable.
 
+    Only a person at a terminal answers: with the default ``input`` and a standard input that
+    is not a terminal (a pipe, a file, ``/dev/null``: a script, cron, CI, a piped chat whose
+    next message a read would take), nothing is shown or read and it raises ``NoOneToAsk``;
+    so does an input that ends (Ctrl-D).
+
     What it shows (the call's arguments, the reason, a question) is a model's or a rule's text:
     it goes out through ``bandoneon.for_terminal``, so an escape in it cannot rewrite or hide
     what the person approves.
@@ -95,24 +107,37 @@ class Terminal:
 
     def __init__(self, input: Callable[[str], str] | None = None, output: Callable[[str], None] | None = None, who: str = "terminal"):
         self._input = input or builtins.input
+        self._reads_stdin = input is None
         self._output = output or (lambda text: print(text, flush=True))
         self.who = who
 
     async def approve(self, request: ApprovalRequest) -> Answer:
+        self._check_someone_is_there()
         if request.kind == "review":
             self._show(f"\nThe {request.shown}")
-            typed = (await asyncio.to_thread(self._input, "Accept it as it is? [y, or type what to fix] ")).strip()
+            typed = (await self._read("Accept it as it is? [y, or type what to fix] ")).strip()
         else:
             self._show(f"\nThe agent wants to run:\n  {request.shown}\nWhy it needs approval: {request.reason}")
-            typed = (await asyncio.to_thread(self._input, "Approve? [y/N] ")).strip()
+            typed = (await self._read("Approve? [y/N] ")).strip()
         if typed.lower() in ("y", "yes"):
             return Answer(True, self.who)
         note = "" if typed.lower() in ("", "n", "no") else typed
         return Answer(False, self.who, note)
 
     async def ask(self, question: Question) -> str:
+        self._check_someone_is_there()
         self._show(f"\nThe agent asks: {question.text}")
-        return await asyncio.to_thread(self._input, "> ")
+        return await self._read("> ")
+
+    def _check_someone_is_there(self) -> None:
+        if self._reads_stdin and (sys.stdin is None or not sys.stdin.isatty()):
+            raise NoOneToAsk("standard input is not a terminal, so no one can answer there")
+
+    async def _read(self, prompt: str) -> str:
+        try:
+            return await asyncio.to_thread(self._input, prompt)
+        except EOFError:
+            raise NoOneToAsk("standard input ended before an answer was typed") from None
 
     def _show(self, text: str) -> None:
         self._output(bandoneon.for_terminal(text))
@@ -202,7 +227,7 @@ class _DenyAll:
         return Answer(False, "nobody", "no one is attending this agent")
 
     async def ask(self, question: Question) -> str:
-        raise RuntimeError("no one is attending this agent")
+        raise NoOneToAsk("no one is attending this agent")
 
 
 def as_channel(value: Any) -> Channel:

@@ -26,7 +26,7 @@ from bandoneon import RunContext
 
 from . import hookspecs as human_hooks
 from .audit import AuditLog
-from .channels import Answer, ApprovalRequest, Channel, Question, as_answer, as_channel
+from .channels import Answer, ApprovalRequest, Channel, NoOneToAsk, Question, as_answer, as_channel
 from .events import ApprovalAnswered, ApprovalRequested, Steering
 from .pending import Pending, call_digest, claim_once, consume_pending, now, read_pending, shown_call, write_pending
 
@@ -259,11 +259,9 @@ class Human(bandoneon.Plugin):
                 "(no answer means no). Do something else, or tell the user it needs their approval."
             )
         else:
-            log.error("human: the approval channel failed for %s: %s", request.shown, error, exc_info=error)
-            decision = bandoneon.Refuse(
-                f"The approval request for {request.shown} could not reach a person (the approval channel failed), so it did not "
-                "run (no answer means no). Tell the user."
-            )
+            _log_channel_error(f"the approval channel failed for {request.shown}", error)
+            why = error if isinstance(error, NoOneToAsk) else "the approval channel failed"
+            decision = bandoneon.Refuse(f"The approval request for {request.shown} could not reach a person ({why}), so it did not run (no answer means no). Tell the user.")
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
         if not self._record(run.agent, "approval", **record, outcome=outcome, by=by, note=note, waited_seconds=waited, **fields) and decision is None:
             outcome, decision = "unrecorded", self._unrecorded(request.shown)
@@ -389,7 +387,7 @@ class Human(bandoneon.Plugin):
             outcome = "timeout"
         except Exception as exc:  # a broken channel: the model gets the default, the log gets the error
             outcome, error = "error", exc
-            log.error("human: the question channel failed: %s", exc, exc_info=exc)
+            _log_channel_error("the question channel failed", exc)
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
         self._record(run.agent, "question", run_id=run.run_id, question_id=item.id, question=question, outcome=outcome, answer=answer,
                      waited_seconds=round(time.monotonic() - started, 3), **fields)
@@ -424,7 +422,7 @@ class Human(bandoneon.Plugin):
             outcome = "accepted" if answer.approved else "corrected"
         fields = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
         if error is not None:
-            log.error("human: the approval channel failed for a review: %s", error, exc_info=error)
+            _log_channel_error("the approval channel failed for a review", error)
         self._record(None, "review", run_id=run_id, request_id=request.id, findings=list(findings), outcome=outcome,
                      by=answer.by if answer else "", note=answer.note if answer else "", waited_seconds=round(time.monotonic() - started, 3), **fields)
         return answer
@@ -449,3 +447,11 @@ class Human(bandoneon.Plugin):
             f"{shown} was approved, but the approval could not be written to the audit log ({self.audit_log}), so it did not "
             "run: an unrecorded approval is refused. Tell the user the audit log must be fixed."
         )
+
+
+def _log_channel_error(what: str, error: BaseException | None) -> None:
+    """A channel with no one to ask is one line (it said why); a broken one, its traceback."""
+    if isinstance(error, NoOneToAsk):
+        log.warning("human: %s: %s", what, error)
+    else:
+        log.error("human: %s: %s", what, error, exc_info=error)
