@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, overload
 import attrs
 
 from . import hookspecs
-from .config import OPTION_RANGES, Config, load_config
+from .config import OPTION_RANGES, Config, configured_base_url, load_config
 from .context import RunContext
 from .errors import ConfigError, RunInProgress
 from .files import stat_if_present
@@ -267,13 +267,15 @@ class Agent(Generic[DepsT, OutputT]):
         self._fallbacks: list[Provider] = []
         try:
             self.provider = resolve_model(chosen_model, **provider_options)
-        except ConfigError:
+        except ConfigError as exc:
             if model is None and chosen_model == "local:":
                 raise ConfigError(
                     "no model is configured: pass Agent(model=...) or --model, set BANDONEON_MODEL "
                     "(e.g. ollama:llama3.1) or `model` in bandoneon.toml, or install bandoneon-local "
                     "for the embedded default model"
                 ) from None
+            if model is None and self.config.model:  # the file's model: say which file
+                raise ConfigError(f"{self.config.source}: {exc}") from None
             raise
         for fallback in fallbacks:
             self.add_fallback(fallback)
@@ -796,7 +798,7 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
             raise ConfigError(f"{config.source}: api_key_env names {config.api_key_env}, which is not set in the environment")
     if model is not None:
         return model, options
-    base_url = config.base_url or os.environ.get("BANDONEON_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    base_url = configured_base_url(config)
     chosen = config.model or os.environ.get("BANDONEON_MODEL")
     if chosen and ":" in chosen:
         if base_url and chosen.partition(":")[0] in OPENAI_PREFIXES and "@" not in chosen:
@@ -805,7 +807,8 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     if base_url:
         return f"openai-compatible:{chosen or 'default'}@{base_url}", options
     if chosen:
-        raise ConfigError(f"model {chosen!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{chosen}'")
+        where = f"{config.source}: " if config.model else ""
+        raise ConfigError(f"{where}model {chosen!r} has no provider prefix; write it as 'PROVIDER:MODEL', e.g. 'ollama:{chosen}'")
     return "local:", options
 
 _thread_state = threading.local()

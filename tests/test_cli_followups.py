@@ -193,7 +193,6 @@ def test_an_unknown_key_lists_only_the_keys_a_user_may_write(tmp_path_factory, k
     assert said.rstrip().endswith(f"(allowed: {', '.join(USER_KEYS)}).")
 
 
-@pytest.mark.xfail(strict=True, reason="the fix is in core/agent.py (choose_model, Agent.__init__): for the lead")
 @pytest.mark.parametrize("model", ["qwen", "nosuch:qwen"])
 def test_a_bad_model_in_bandoneon_toml_names_the_file(here, capsys, model):
     (here / "bandoneon.toml").write_text(f'model = "{model}"\n')
