@@ -109,6 +109,15 @@ def test_a_bad_config_exits_2_with_a_clear_message(config, tmp_path, capsys, ove
     assert not (tmp_path / "pet.state.json").exists()
 
 
+@pytest.mark.parametrize("key", ["source", "intervall"])
+def test_a_key_nobody_may_write_is_refused_and_the_allowed_ones_are_only_those(config, capsys, key):
+    assert main(["heartbeat", str(config(**{key: "x"})), "--once"]) == 2
+    said = capsys.readouterr().err
+    assert f"Unknown field {key!r}" in said
+    allowed = said.split("(allowed: ")[1]
+    assert "source" not in allowed and "check_prompt" in allowed
+
+
 def test_a_missing_config_file_exits_2(tmp_path, capsys):
     assert main(["heartbeat", str(tmp_path / "nope.toml")]) == 2
     assert "does not exist" in capsys.readouterr().err

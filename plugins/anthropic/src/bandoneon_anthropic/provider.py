@@ -95,7 +95,10 @@ class AnthropicProvider:
             raise ConfigError("anthropic: name the model, e.g. 'anthropic:claude-sonnet-4-5'")
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            raise ConfigError("anthropic: no API key; set ANTHROPIC_API_KEY or pass api_key=...")
+            raise ConfigError(
+                'anthropic: no API key; set ANTHROPIC_API_KEY, or name the variable that holds it with api_key_env = "VARIABLE" '
+                "in bandoneon.toml (in code: AnthropicProvider(api_key=...))"
+            )
         for option, value in (("max_tokens", max_tokens), ("timeout", timeout), ("context_window", context_window)):
             RANGES[option].check(option, value, owner="anthropic")
         if thinking_budget is not None and not 1024 <= thinking_budget < max_tokens:

@@ -22,7 +22,7 @@ __all__ = ["HeartbeatConfig", "heartbeat_from_config", "load_heartbeat_config"]
 
 
 @attrs.frozen
-class HeartbeatConfig:
+class _HeartbeatKeys:
     """What a heartbeat TOML file may say; every other key is an error."""
 
     name: ClassVar[str] = "heartbeat"
@@ -39,6 +39,13 @@ class HeartbeatConfig:
     max_turns: int | None = attrs.field(default=None, validator=RANGES["max_turns"])
     fresh_session: bool = True
     state_file: str | None = None
+
+
+@attrs.frozen
+class HeartbeatConfig(_HeartbeatKeys):
+    """A heartbeat TOML file's keys, and the file they came from (for messages and relative
+    paths: not a key anyone writes)."""
+
     source: str = attrs.field(default="", eq=False)
 
 
@@ -53,12 +60,11 @@ def load_heartbeat_config(path: str | os.PathLike[str]) -> HeartbeatConfig:
         raise bandoneon.ConfigError(f"{file}: cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise bandoneon.ConfigError(f"{file}: not valid TOML: {exc}") from None
-    data.pop("source", None)
     try:
-        config = bandoneon.structure(data, HeartbeatConfig)
+        keys = bandoneon.structure(data, _HeartbeatKeys)
     except bandoneon.StructureError as exc:
         raise bandoneon.ConfigError(f"{file}: {' '.join(p.removeprefix('heartbeat: ') for p in exc.problems)}") from None
-    return attrs.evolve(config, source=str(file))
+    return HeartbeatConfig(**attrs.asdict(keys, recurse=False), source=str(file))
 
 
 def heartbeat_from_config(config: HeartbeatConfig, **overrides: object) -> Heartbeat:
