@@ -14,6 +14,7 @@ __all__ = [
     "BadResponse",
     "BandoneonError",
     "ConfigError",
+    "ContextTooLong",
     "NetworkError",
     "NoAnswer",
     "PluginError",
@@ -110,6 +111,18 @@ class AuthError(ProviderError):
 
 class BadRequest(ProviderError):
     """HTTP 400/404/422: the request itself is wrong. Retrying sends the same mistake."""
+
+
+class ContextTooLong(BadRequest):
+    """The request is longer than the model's context window, as the server said.
+
+    ``window`` is the window in tokens where the server's error names it, else None. When no
+    window was known, the loop learns this one and shrinks the history to it once.
+    """
+
+    def __init__(self, message: str, *, window: int | None = None, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.window = window
 
 
 class BadResponse(ProviderError):

@@ -16,7 +16,7 @@ import attrs
 
 from . import hookspecs
 from .decisions import Compacted, Stop
-from .errors import ProviderError, StreamInterrupted
+from .errors import ContextTooLong, ProviderError, StreamInterrupted
 from .events import (
     AssistantMessage,
     CompactionDone,
@@ -227,7 +227,10 @@ async def _turn(run: RunContext, rounds: Rounds) -> Stop | None:
     if run.wants_events and (delivering := run._emit(run, TurnStart(run.run_id, run.turn))) is not None:
         await delivering
     request = run.last_request = await _build_request(run)
-    reply = await call_model(run, request)
+    try:
+        reply = await call_model(run, request)
+    except ContextTooLong as exc:
+        reply = await _call_refitted(run, exc)
     if len(reply.message.tool_calls) > 1:
         reply = attrs.evolve(reply, message=unique_call_ids(reply.message))
     reply = _as_unicode_reply(reply)
@@ -327,6 +330,43 @@ async def _build_request(run: RunContext) -> ModelRequest:
         answer = hooks.callers["before_provider_call"](run, request)
         request = await answer if type(answer) is CoroutineType else answer
     return request
+
+
+async def _call_refitted(run: RunContext, error: ContextTooLong) -> ModelReply:
+    """After a request longer than a window nobody knew: learn the window the server named,
+    rebuild the request (``compact_history`` shrinks the history to it) and call once more.
+    Any other case fails as it came, or, with no window to learn, saying how to give one."""
+    agent = run.agent
+    if agent._window is not None or not agent.hooks.implements(hookspecs.compact_history):
+        raise error  # a known window (the history was already kept under it), or nothing to shrink it
+    window = error.window
+    if window is None:
+        raise ContextTooLong(
+            f"{error}. The model's context window is unknown and this error does not say it: set context_window = TOKENS "
+            "in bandoneon.toml or pass Agent(context_window=...) so that the history is shrunk to fit it",
+            status=error.status,
+            provider=error.provider,
+        ) from error
+    log.warning(
+        "%s: the server named its context window in an error (none was known): the history is shrunk to %d tokens from now "
+        "on; context_window = %d in bandoneon.toml or Agent(context_window=...) skips this refused request next time",
+        model_id(run.provider),
+        window,
+        window,
+    )
+    agent._window, agent._window_known = window, True
+    request = run.last_request = await _build_request(run)
+    try:
+        return await call_model(run, request)
+    except ContextTooLong as again:
+        raise ContextTooLong(
+            f"{again}. The history was shrunk to the {window:,}-token window the server named and still did not fit (what "
+            "compaction keeps is too long, or its token count is low for this model): set a smaller context_window = TOKENS "
+            "in bandoneon.toml or pass Agent(context_window=...)",
+            window=again.window,
+            status=again.status,
+            provider=again.provider,
+        ) from again
 
 
 async def call_model(run: RunContext, request: ModelRequest, *, side: bool = False) -> ModelReply:

@@ -9,7 +9,7 @@ that never talk to such a server (a scripted model, the embedded one) do not loa
 from typing import TYPE_CHECKING, Any
 
 from .base import DeltaCallback, Provider, model_at, register_provider, resolve_model
-from .http import HttpClient, classify_status, iter_sse, parse_retry_after, read_body, read_json
+from .http import HttpClient, classify_status, context_too_long, iter_sse, parse_retry_after, read_body, read_json
 
 if TYPE_CHECKING:  # loaded on first use at run time (see __getattr__); typed for the checker
     from . import openai_wire
@@ -24,6 +24,7 @@ __all__ = [
     "Provider",
     "WireOptions",
     "classify_status",
+    "context_too_long",
     "iter_sse",
     "model_at",
     "openai_wire",

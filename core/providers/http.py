@@ -20,6 +20,7 @@ from ..errors import (
     AuthError,
     BadRequest,
     BadResponse,
+    ContextTooLong,
     NetworkError,
     ProviderError,
     RateLimited,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["HttpClient", "classify_status", "iter_sse", "parse_retry_after", "read_body", "read_json"]
+__all__ = ["HttpClient", "classify_status", "context_too_long", "iter_sse", "parse_retry_after", "read_body", "read_json"]
 
 
 class HttpClient:
@@ -227,7 +228,8 @@ def read_json(content: bytes, provider: str, limits: JsonLimits = DEFAULT_JSON_L
 
 def classify_status(status: int, headers: Any, text: str, provider: str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> ProviderError:
     """The typed error for an HTTP error status, with the server's own message when it sent one."""
-    detail = _error_message(text, headers.get("content-type"), limits)
+    error = _error_object(text, limits)
+    detail = _error_message(error, text, headers.get("content-type"))
     message = f"{provider}: HTTP {status}" + (f": {detail}" if detail else "")
     retry_after = parse_retry_after(headers.get("retry-after"))
     if status == 429:
@@ -238,19 +240,59 @@ def classify_status(status: int, headers: Any, text: str, provider: str, limits:
         return AuthError(message + " (check the API key)", status=status, provider=provider)
     if status == 408:
         return NetworkError(message, status=status, provider=provider)
-    return BadRequest(message, status=status, provider=provider)
+    said = text if error is _NOT_JSON else error  # a plain-text body can say it too
+    return context_too_long(said, message, status=status, provider=provider) or BadRequest(message, status=status, provider=provider)
 
 
-def _error_message(text: str, content_type: str | None, limits: JsonLimits) -> str:
+#: How servers say a request is longer than the model's window: OpenAI and vLLM (and OpenAI's
+#: error code), Anthropic, llama.cpp's server (and its error type), LM Studio.
+_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|maximum model length|configured limit of|prompt is too long"
+    r"|exceed_context_size|exceeds the available context size|greater than the context length|when context the overflows",
+    re.IGNORECASE,
+)
+#: Where each of them names the window. At most nine digits: a longer number is no window.
+_WINDOW = re.compile(
+    r"(?:maximum context length is|maximum model length of|configured limit of|tokens >|available context size \(|n_ctx:|context length of only)"
+    r" ?(\d{1,9})\b",
+    re.IGNORECASE,
+)
+
+
+def context_too_long(error: Any, message: str, *, status: int | None = None, provider: str | None = None) -> ContextTooLong | None:
+    """``message`` as a ``ContextTooLong`` when the server's ``error`` (its JSON error object, or
+    its text) says the request was longer than the model's window; None for any other error.
+    The window is the one it names (llama.cpp's ``n_ctx`` field, else the message), when positive."""
+    fields = error if isinstance(error, dict) else {}
+    said = " ".join(str(fields.get(key) or "") for key in ("message", "code", "type")) if fields else str(error or "")
+    if not _OVERFLOW.search(said):
+        return None
+    named = fields.get("n_ctx")
+    found = _WINDOW.search(said)
+    window = named if type(named) is int else int(found.group(1)) if found else None
+    return ContextTooLong(message, window=window if window is not None and 0 < window < 10**9 else None, status=status, provider=provider)
+
+
+#: What ``_error_object`` returns for a body that is not JSON (``null`` is an error object too).
+_NOT_JSON = object()
+
+
+def _error_object(text: str, limits: JsonLimits) -> Any:
+    """The error a body holds: its ``error`` member, else the whole document (``_NOT_JSON`` if none)."""
     try:
         data = loads_bounded(text, limits)
     except ValueError:
+        return _NOT_JSON
+    return data.get("error", data) if isinstance(data, dict) else data
+
+
+def _error_message(error: Any, text: str, content_type: str | None) -> str:
+    if error is _NOT_JSON:
         # An HTML error page from a proxy, a plain-text 404: one line, never the whole page.
         if not text.strip():
             return ""
         start = " ".join(text.split())[:80]
         return f"{(content_type or 'no content type').split(';')[0]} body {start!r}"
-    error = data.get("error", data) if isinstance(data, dict) else data
     if isinstance(error, dict):
         return str(error.get("message") or error.get("type") or "")[:300]
     return str(error)[:300]

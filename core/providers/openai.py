@@ -32,7 +32,7 @@ from ..errors import (
 from ..jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ..messages import ModelReply, ModelRequest
 from .base import DeltaCallback, register_provider
-from .http import HttpClient, classify_status, iter_sse, read_body, read_json
+from .http import HttpClient, classify_status, context_too_long, iter_sse, read_body, read_json
 from .openai_wire import (
     PLAIN,
     ChunkAssembler,
@@ -195,7 +195,9 @@ def _stream_error(error: Any, provider: str, assembler: ChunkAssembler) -> Provi
     message = error.get("message") if isinstance(error, dict) else str(error)
     if assembler.delivered:
         return StreamInterrupted(f"{provider}: the server reported an error mid-stream: {message}", partial_text="".join(assembler.text), provider=provider)
-    return ServerError(f"{provider}: the server reported an error in the stream: {message}", provider=provider)
+    said = f"{provider}: the server reported an error in the stream: {message}"
+    # Some servers (LM Studio) answer 200 and say in the stream that the request is too long.
+    return context_too_long(error, said, provider=provider) or ServerError(said, provider=provider)
 
 
 def _named_server(default_url: str, name: str, key_env: str | None = None, wire: WireOptions = PLAIN) -> Callable[..., OpenAICompatible]:
