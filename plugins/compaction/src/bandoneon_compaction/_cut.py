@@ -25,7 +25,8 @@ _PREVIEW_TAIL = 60
 #: a character no key or token is made of (JSON's quotes and commas, a URL's slashes).
 _RESULT_BREAKS = (r"\n", r"\s", r"[^A-Za-z0-9_-]")
 #: Where a preview is cut: between words (it becomes one line).
-_PREVIEW_BREAKS = (r"\s",)
+_SPACE = re.compile(r"\s")
+_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)  # greedy: back from the end to the last space
 
 
 def _head(text: str, length: int, breaks: Sequence[str], reach: int) -> str:
@@ -60,11 +61,23 @@ def preview(content: str, preview_chars: int) -> str:
     the last words. Both end on whitespace (however far back: a word cut short after
     ``</untrusted`` would read as a tag), so a text wrapped in tags shows both of its tags and
     no other. The end is as long as the start plus two (``\\n</untrusted`` against
-    ``<untrusted``), at most 60 characters."""
+    ``<untrusted``), at most 60 characters. Only the preview's own characters are looked at: a
+    history may hold thousands of results to note, some of them megabytes long."""
     if len(content) <= preview_chars:
         return " ".join(content.split())
-    head = _head(content, preview_chars, _PREVIEW_BREAKS, len(content))
-    tail = _tail(content[len(head) :], min(preview_chars + 2, _PREVIEW_TAIL), _PREVIEW_BREAKS, len(content)) if preview_chars else ""
+    head = content[:preview_chars]
+    up_to_space = _UP_TO_LAST_SPACE.match(head)
+    if up_to_space is not None:
+        head = head[: up_to_space.end() - 1]
+    tail = ""
+    if preview_chars:
+        length = min(preview_chars + 2, _PREVIEW_TAIL)
+        if len(content) - len(head) <= length:
+            tail = content[len(head) :]
+        else:
+            tail = content[-length:]
+            first_space = _SPACE.search(tail)
+            tail = tail[first_space.end() :] if first_space is not None else tail
     return " ".join(head.split()) + "..." + (" " + " ".join(tail.split()) if tail.strip() else "")
 
 
