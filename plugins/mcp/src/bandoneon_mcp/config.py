@@ -98,10 +98,10 @@ class Server:
         """What makes two configurations the same server process (shared by their agents)."""
         return (self.command, tuple(self.args), tuple(sorted(self.env.items())), self.cwd, self.url, tuple(sorted(self.headers.items())))
 
-    def call_limit(self, tool_timeout: float | None = None) -> float:
-        """Seconds one request may take: ``call_timeout``, else the agent's ``tool_timeout``,
-        else ``DEFAULT_CALL_TIMEOUT``."""
-        return self.call_timeout or tool_timeout or DEFAULT_CALL_TIMEOUT
+    def call_limit(self) -> float:
+        """Seconds one request may take when nothing else bounds it: ``call_timeout``, else
+        ``DEFAULT_CALL_TIMEOUT`` (a tool call in a run is bounded by the loop: see ``tools``)."""
+        return self.call_timeout or DEFAULT_CALL_TIMEOUT
 
     def offers(self, tool_name: str) -> bool:
         """Does the allow/deny filter let this tool through?"""

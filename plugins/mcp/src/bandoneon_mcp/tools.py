@@ -126,7 +126,10 @@ def make_tool(
         problems = _problems(name, validator, arguments)
         if problems:
             raise bandoneon.ToolError(f"Invalid arguments for {name}: " + "; ".join(problems) + ". Nothing was sent to the server.")
-        limit = server.call_limit(run.agent.tool_timeout if run is not None else None)
+        # In a run the loop already bounds the call by the tool's timeout (call_timeout) or the
+        # agent's tool_timeout; the call bounds itself only where neither is set.
+        bounded_by_the_loop = run is not None and (server.call_timeout or run.agent.tool_timeout)
+        limit = None if bounded_by_the_loop else server.call_limit()
         try:
             async with asyncio.timeout(limit) as deadline:
                 result = await call_with_restart(hub, connection_of(), server_name, run, lambda c: c.call_tool(remote, arguments))
