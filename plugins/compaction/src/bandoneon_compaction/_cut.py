@@ -9,7 +9,7 @@ guard's ``<untrusted>``) keeps both of them in a preview.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ._tokens import TokenCount
 
@@ -23,34 +23,35 @@ _PREVIEW_TAIL = 60
 
 #: Where a tool result is cut, best first: between lines, between words, else before or after
 #: a character no key or token is made of (JSON's quotes and commas, a URL's slashes).
-_RESULT_BREAKS = (r"\n", r"\s", r"[^A-Za-z0-9_-]")
+_RESULT_BREAKS = tuple(re.compile(pattern) for pattern in (r"\n", r"\s", r"[^A-Za-z0-9_-]"))
 #: Where a preview is cut: between words (it becomes one line).
 _SPACE = re.compile(r"\s")
 _UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)  # greedy: back from the end to the last space
 
 
-def _head(text: str, length: int, breaks: Sequence[str], reach: int) -> str:
+def _head(text: str, length: int) -> str:
     """At most ``length`` characters from the start, ending before the last break of the first
-    kind of ``breaks`` that has one in their last ``reach`` characters (else where it is)."""
+    kind of ``_RESULT_BREAKS`` that has one in their last ``_BREAK_REACH`` (else where it is)."""
     if length >= len(text):
         return text
     cut = text[: max(0, length)]
-    start = max(0, len(cut) - reach - 1)
-    for pattern in breaks:
-        found = list(re.finditer(pattern, cut[start:]))
+    start = max(0, len(cut) - _BREAK_REACH - 1)
+    for pattern in _RESULT_BREAKS:
+        found = list(pattern.finditer(cut, start))
         if found:
-            return cut[: start + found[-1].start()]
+            return cut[: found[-1].start()]
     return cut
 
 
-def _tail(text: str, length: int, breaks: Sequence[str], reach: int) -> str:
-    """At most ``length`` characters from the end, starting after the first break of the first
-    kind of ``breaks`` that has one in their first ``reach`` characters (else where it is)."""
-    if length >= len(text):
-        return text
+def _tail(text: str, start: int, length: int) -> str:
+    """At most ``length`` characters from the end of ``text[start:]`` (not copied: a result may
+    be megabytes), starting after the first break of the first kind of ``_RESULT_BREAKS`` that
+    has one in their first ``_BREAK_REACH`` (else where it is)."""
+    if length >= len(text) - start:
+        return text[start:]
     cut = text[len(text) - max(0, length) :]
-    for pattern in breaks:
-        found = re.search(pattern, cut[: reach + 1])
+    for pattern in _RESULT_BREAKS:
+        found = pattern.search(cut, 0, _BREAK_REACH + 1)
         if found is not None:
             return cut[found.end() :]
     return cut
@@ -90,10 +91,9 @@ def head_and_tail(text: str, tokens: int, max_tokens: int, count_tokens: TokenCo
     """
     keep = len(text) * max_tokens // max(1, tokens)
     while True:
-        head = _head(text, keep // 2, _RESULT_BREAKS, _BREAK_REACH)
-        rest = text[len(head) :]
-        tail = _tail(rest, keep - len(head), _RESULT_BREAKS, _BREAK_REACH)
-        shortened = f"{head}\n{note(len(rest) - len(tail))}\n{tail}"
+        head = _head(text, keep // 2)
+        tail = _tail(text, len(head), keep - len(head))
+        shortened = f"{head}\n{note(len(text) - len(head) - len(tail))}\n{tail}"
         if keep == 0 or count_tokens(shortened) <= max_tokens:
             return shortened
         keep = keep * 3 // 4
