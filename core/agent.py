@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, overload
 import attrs
 
 from . import hookspecs
-from .config import OPTION_RANGES, Config, configured_base_url, load_config
+from .config import OPTION_RANGES, Config, configured_base_url, configured_model, load_config
 from .context import RunContext
 from .errors import ConfigError, RunInProgress
 from .files import stat_if_present
@@ -799,7 +799,7 @@ def choose_model(config: Config, model: str | Provider | None) -> tuple[str | Pr
     if model is not None:
         return model, options
     base_url = configured_base_url(config)
-    chosen = config.model or os.environ.get("BANDONEON_MODEL")
+    chosen = configured_model(config)
     if chosen and ":" in chosen:
         if base_url and chosen.partition(":")[0] in OPENAI_PREFIXES and "@" not in chosen:
             chosen = f"{chosen}@{base_url}"  # the named server's protocol, at the configured address

@@ -234,9 +234,9 @@ def _bare_at_configured_server(model: str, config: str | None) -> str:
 def _configured_model(config: str | None) -> str | None:
     """The model ``bandoneon.toml`` (or else ``$BANDONEON_MODEL``) names, when ``--base-url`` can
     serve it: a bare name or an OpenAI-style one. Another provider's (``local:``) is not moved."""
-    from .config import load_config
+    from .config import configured_model, load_config
 
-    model = load_config(config).model or os.environ.get("BANDONEON_MODEL")
+    model = configured_model(load_config(config))
     prefix, has_prefix, _ = (model or "").partition(":")
     return model if model and (not has_prefix or prefix in OPENAI_PREFIXES) else None
 

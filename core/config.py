@@ -20,7 +20,7 @@ from .files import stat_if_present, write_atomically
 from .ranges import Range, in_range
 from .structuring import StructureError, structure
 
-__all__ = ["OPTION_RANGES", "Config", "configured_base_url", "load_config", "write_default_config"]
+__all__ = ["OPTION_RANGES", "Config", "configured_base_url", "configured_model", "load_config", "write_default_config"]
 
 CONFIG_FILE = "bandoneon.toml"
 
@@ -95,6 +95,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if time.time_ns() - stat.st_mtime_ns > 2_000_000_000:
         _parsed[key[0]] = (key, config)
     return config
+
+
+def configured_model(config: Config) -> str | None:
+    """The model an agent given none uses: ``model`` in ``config``, else ``$BANDONEON_MODEL``."""
+    return config.model or os.environ.get("BANDONEON_MODEL")
 
 
 def configured_base_url(config: Config) -> str | None:
